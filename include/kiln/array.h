@@ -1,0 +1,210 @@
+// kiln: the lazy array. An array is a shared handle to a descriptor that holds either data (a shared
+// buffer with strides and an offset, so views never copy) or the graph node that will compute it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "kiln/dtype.h"
+
+namespace kiln {
+
+using Shape = std::vector<int32_t>;
+using Strides = std::vector<int64_t>;
+
+struct Device {
+  enum class DeviceType : int32_t { cpu = 0, gpu = 1 };
+  static constexpr DeviceType cpu = DeviceType::cpu;
+  static constexpr DeviceType gpu = DeviceType::gpu;
+  DeviceType type = DeviceType::cpu;
+  int index = 0;
+  constexpr Device(DeviceType t = DeviceType::cpu, int i = 0) : type(t), index(i) {}
+  bool operator==(const Device&) const = default;
+};
+
+struct Stream {
+  int index = 0;
+  Device device{};
+  constexpr Stream(int i = 0, Device d = Device{}) : index(i), device(d) {}
+  bool operator==(const Stream&) const = default;
+};
+
+using StreamOrDevice = std::variant<std::monostate, Stream, Device>;
+
+Device default_device();
+Stream default_stream(Device d);
+// The stream an op records: the given stream, the default stream of the given device, or the CPU default.
+Stream to_stream(StreamOrDevice s);
+
+struct Node;
+class array;
+
+namespace detail {
+// A block of memory owned by one or more arrays. `owner` keeps external memory (an mmap, a file
+// mapping, a parent buffer) alive; when it is null the block was allocated by kiln and is freed here.
+struct Data {
+  void* ptr = nullptr;
+  size_t nbytes = 0;
+  std::shared_ptr<void> owner;
+  Data() = default;
+  Data(const Data&) = delete;
+  Data& operator=(const Data&) = delete;
+  ~Data();
+};
+std::shared_ptr<Data> allocate(size_t nbytes);
+
+struct ArrayDesc {
+  Shape shape;
+  Strides strides;
+  size_t size = 0;
+  Dtype dtype = float32;
+  std::shared_ptr<Data> data;
+  int64_t offset = 0;  // in elements
+  bool row_contiguous = true;
+  std::shared_ptr<Node> node;  // null once evaluated (or for leaves)
+  uint32_t out_index = 0;
+  ArrayDesc(Shape s, Dtype t);
+  ~ArrayDesc();  // iterative, so dropping a 10^6-deep lazy chain does not overflow the stack
+};
+}  // namespace detail
+
+Strides row_major_strides(const Shape& shape);
+// Number of elements of `shape`; throws std::invalid_argument on negative dimensions or overflow.
+size_t shape_size(const Shape& shape, const char* api = "array");
+
+class array {
+ public:
+  array() = default;
+
+  template <typename T>
+  explicit array(T val, Dtype dtype = dtype_of<T>) : array(Shape{}, dtype) {
+    store_from(&val, storage_dtype_of<T>, 1);
+  }
+  template <typename T>
+  array(std::initializer_list<T> data, Dtype dtype = dtype_of<T>)
+      : array(Shape{static_cast<int32_t>(data.size())}, dtype) {
+    store_from(data.begin(), storage_dtype_of<T>, data.size());
+  }
+  template <typename T>
+  array(std::initializer_list<T> data, const Shape& shape, Dtype dtype = dtype_of<T>) : array(shape, dtype) {
+    check_count(data.size());
+    store_from(data.begin(), storage_dtype_of<T>, data.size());
+  }
+  template <typename T>
+  array(const T* data, const Shape& shape, Dtype dtype = dtype_of<T>) : array(shape, dtype) {
+    store_from(data, storage_dtype_of<T>, size());
+  }
+  template <typename T>
+  array(const std::vector<T>& data, const Shape& shape, Dtype dtype = dtype_of<T>) : array(shape, dtype) {
+    check_count(data.size());
+    store_from(data.data(), storage_dtype_of<T>, data.size());
+  }
+  // Wrap an existing buffer without copying (row-major, `offset` elements into the buffer).
+  array(std::shared_ptr<detail::Data> data, Shape shape, Dtype dtype, int64_t offset = 0);
+  // An unevaluated output of `node` (used by primitives).
+  array(Shape shape, Dtype dtype, std::shared_ptr<Node> node, uint32_t out_index);
+  // Raw little-endian bytes, copied into a new buffer. Throws when the byte count does not match.
+  static array from_bytes(const void* bytes, size_t nbytes, Shape shape, Dtype dtype);
+
+  bool valid() const { return desc_ != nullptr; }
+  const Shape& shape() const { return desc().shape; }
+  int32_t shape(int dim) const;
+  const Strides& strides() const { return desc().strides; }
+  int64_t strides(int dim) const;
+  size_t ndim() const { return desc().shape.size(); }
+  size_t size() const { return desc().size; }
+  Dtype dtype() const { return desc().dtype; }
+  size_t itemsize() const { return desc().dtype.size; }
+  size_t nbytes() const { return size() * itemsize(); }
+
+  // Evaluation. `item` evaluates; `data` requires an evaluated array.
+  void eval();
+  bool is_available() const { return desc_ && desc_->data != nullptr; }
+  template <typename T>
+  T item();
+  template <typename T>
+  T item() const;
+  template <typename T>
+  T* data() {
+    return static_cast<T*>(raw_data());
+  }
+  template <typename T>
+  const T* data() const {
+    return static_cast<const T*>(raw_data());
+  }
+  void* raw_data() const;
+
+  // Graph access.
+  bool has_primitive() const { return desc_ && desc_->node != nullptr; }
+  const std::shared_ptr<Node>& node() const { return desc().node; }
+  uint32_t output_index() const { return desc().out_index; }
+  const std::vector<array>& inputs() const;
+  // Every output of this array's primitive, this one included, in output order.
+  std::vector<array> outputs() const;
+  // The other outputs of this array's primitive.
+  std::vector<array> siblings() const;
+  uintptr_t id() const { return reinterpret_cast<uintptr_t>(desc_.get()); }
+  bool is_same(const array& o) const { return desc_ == o.desc_; }
+
+  // For kernels: storage management.
+  bool row_contiguous() const { return desc().row_contiguous; }
+  int64_t offset() const { return desc().offset; }
+  const std::shared_ptr<detail::Data>& buffer() const { return desc().data; }
+  void set_data(std::shared_ptr<detail::Data> data);  // row-contiguous, offset 0
+  void alloc();                                         // fresh row-contiguous buffer
+  void set_view(const array& src, Strides strides, int64_t offset_elems);
+  void detach();  // drop the primitive (after evaluation)
+
+  std::shared_ptr<detail::ArrayDesc> desc_ptr() const { return desc_; }
+  explicit array(std::shared_ptr<detail::ArrayDesc> d) : desc_(std::move(d)) {}
+
+  array(Shape shape, Dtype dtype);  // an evaluated, uninitialised, row-contiguous array
+
+ private:
+  detail::ArrayDesc& desc() const {
+    if (!desc_) throw std::invalid_argument("[array] Use of an empty (default-constructed) array.");
+    return *desc_;
+  }
+  void check_count(size_t n) const;
+  void store_from(const void* src, Dtype src_type, size_t n);
+  std::shared_ptr<detail::ArrayDesc> desc_;
+};
+
+// Convert `n` values of type `src` to `dst` (both contiguous). Used by constructors and AsType.
+void convert_values(const void* src, Dtype src_type, void* dst, Dtype dst_type, size_t n);
+
+template <typename T>
+T array::item() {
+  eval();
+  return static_cast<const array&>(*this).item<T>();
+}
+template <typename T>
+T array::item() const {
+  if (size() != 1) {
+    throw std::invalid_argument("[item] item can only be called on arrays of size 1, found size " +
+                                std::to_string(size()) + ".");
+  }
+  if (!is_available()) const_cast<array*>(this)->eval();
+  T out;
+  convert_values(raw_data(), dtype(), &out, storage_dtype_of<T>, 1);
+  return out;
+}
+
+std::ostream& operator<<(std::ostream& os, const array& a);
+std::ostream& operator<<(std::ostream& os, const Shape& s);
+
+void eval(std::vector<array> outputs);
+template <typename... Arrays>
+void eval(Arrays&&... as) {
+  eval(std::vector<array>{std::forward<Arrays>(as)...});
+}
+void async_eval(std::vector<array> outputs);
+
+}  // namespace kiln

@@ -1,0 +1,35 @@
+#include "backend/cpu/loops.h"
+
+#include <cstring>
+
+namespace kiln::cpu {
+
+void copy_to_contiguous(const array& in, array& out) {
+  const size_t isz = in.itemsize();
+  if (in.row_contiguous()) {
+    out.alloc();
+    std::memcpy(out.raw_data(), in.raw_data(), in.nbytes());
+    return;
+  }
+  // Copy by element size, so one instantiation per width serves every dtype.
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    unary_loop<T, T>(in, out, [](T v) { return v; });
+  };
+  switch (isz) {
+    case 1: run(uint8_t{}); break;
+    case 2: run(uint16_t{}); break;
+    case 4: run(uint32_t{}); break;
+    case 8: run(uint64_t{}); break;
+    default: throw std::logic_error("[copy] bad item size");
+  }
+}
+
+array contiguous_copy(const array& a) {
+  if (a.row_contiguous()) return a;
+  array out(a.shape(), a.dtype(), nullptr, 0);
+  copy_to_contiguous(a, out);
+  return out;
+}
+
+}  // namespace kiln::cpu

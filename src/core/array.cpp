@@ -1,0 +1,310 @@
+#include "kiln/array.h"
+
+#include <cstdlib>
+#include <limits>
+#include <sstream>
+
+#include "backend/cpu/dispatch.h"
+#include "kiln/primitive.h"
+
+namespace kiln {
+
+Device default_device() { return Device{Device::cpu, 0}; }
+Stream default_stream(Device d) { return Stream{0, d}; }
+Stream to_stream(StreamOrDevice s) {
+  if (auto* st = std::get_if<Stream>(&s)) return *st;
+  if (auto* d = std::get_if<Device>(&s)) return default_stream(*d);
+  return default_stream(default_device());
+}
+
+namespace detail {
+
+Data::~Data() {
+  if (!owner && ptr) std::free(ptr);
+}
+
+std::shared_ptr<Data> allocate(size_t nbytes) {
+  auto d = std::make_shared<Data>();
+  size_t n = (std::max<size_t>(nbytes, 1) + 63) / 64 * 64;
+  d->ptr = std::aligned_alloc(64, n);
+  if (!d->ptr) throw std::bad_alloc();
+  d->nbytes = nbytes;
+  return d;
+}
+
+ArrayDesc::ArrayDesc(Shape s, Dtype t) : shape(std::move(s)), dtype(t) {
+  size = shape_size(shape);
+  strides = row_major_strides(shape);
+}
+
+ArrayDesc::~ArrayDesc() {
+  // Unlink the graph below this node iteratively: move the inputs of every node that is about to die
+  // into a work list, so destructors never recurse through the graph.
+  if (!node || node.use_count() != 1) return;
+  std::vector<array> work = std::move(node->inputs);
+  node.reset();
+  while (!work.empty()) {
+    array a = std::move(work.back());
+    work.pop_back();
+    auto d = a.desc_ptr();
+    a = array();
+    if (d && d.use_count() == 1 && d->node && d->node.use_count() == 1) {
+      for (auto& in : d->node->inputs) work.push_back(std::move(in));
+      d->node->inputs.clear();
+    }
+  }
+}
+
+}  // namespace detail
+
+Strides row_major_strides(const Shape& shape) {
+  Strides st(shape.size());
+  int64_t acc = 1;
+  for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
+    st[i] = acc;
+    acc *= std::max<int64_t>(shape[i], 1);
+  }
+  return st;
+}
+
+size_t shape_size(const Shape& shape, const char* api) {
+  uint64_t n = 1;
+  for (auto d : shape) {
+    if (d < 0) {
+      std::ostringstream os;
+      os << "[" << api << "] Shape dimensions must be non-negative but found " << shape << ".";
+      throw std::invalid_argument(os.str());
+    }
+    if (d != 0 && n > (uint64_t(1) << 62) / static_cast<uint64_t>(d)) {
+      std::ostringstream os;
+      os << "[" << api << "] Shape " << shape << " has too many elements.";
+      throw std::invalid_argument(os.str());
+    }
+    n *= static_cast<uint64_t>(d);
+  }
+  return static_cast<size_t>(n);
+}
+
+array::array(Shape shape, Dtype dtype) : desc_(std::make_shared<detail::ArrayDesc>(std::move(shape), dtype)) {
+  alloc();
+}
+
+array::array(std::shared_ptr<detail::Data> data, Shape shape, Dtype dtype, int64_t offset)
+    : desc_(std::make_shared<detail::ArrayDesc>(std::move(shape), dtype)) {
+  desc_->data = std::move(data);
+  desc_->offset = offset;
+}
+
+array::array(Shape shape, Dtype dtype, std::shared_ptr<Node> node, uint32_t out_index)
+    : desc_(std::make_shared<detail::ArrayDesc>(std::move(shape), dtype)) {
+  desc_->node = std::move(node);
+  desc_->out_index = out_index;
+}
+
+array array::from_bytes(const void* bytes, size_t nbytes, Shape shape, Dtype dtype) {
+  array a(std::move(shape), dtype);
+  if (a.nbytes() != nbytes) {
+    throw std::invalid_argument("[array] Expected " + std::to_string(a.nbytes()) + " bytes for the shape and dtype but found " +
+                                std::to_string(nbytes) + ".");
+  }
+  if (nbytes) std::memcpy(a.raw_data(), bytes, nbytes);
+  return a;
+}
+
+int32_t array::shape(int dim) const {
+  int nd = static_cast<int>(ndim());
+  int ax = dim < 0 ? dim + nd : dim;
+  if (ax < 0 || ax >= nd) {
+    throw std::invalid_argument("[array::shape] Axis " + std::to_string(dim) + " is out of bounds for an array with " +
+                                std::to_string(nd) + " dimensions.");
+  }
+  return desc().shape[ax];
+}
+
+int64_t array::strides(int dim) const {
+  int nd = static_cast<int>(ndim());
+  int ax = dim < 0 ? dim + nd : dim;
+  if (ax < 0 || ax >= nd) {
+    throw std::invalid_argument("[array::strides] Axis " + std::to_string(dim) + " is out of bounds for an array with " +
+                                std::to_string(nd) + " dimensions.");
+  }
+  return desc().strides[ax];
+}
+
+void* array::raw_data() const {
+  auto& d = desc();
+  if (!d.data) throw std::invalid_argument("[array::data] The array is not evaluated; call eval() first.");
+  return static_cast<char*>(d.data->ptr) + d.offset * static_cast<int64_t>(d.dtype.size);
+}
+
+void array::check_count(size_t n) const {
+  if (n != size()) {
+    std::ostringstream os;
+    os << "[array] Data size " << n << " does not match the size " << size() << " of shape " << shape() << ".";
+    throw std::invalid_argument(os.str());
+  }
+}
+
+void array::store_from(const void* src, Dtype src_type, size_t n) {
+  if (!desc_->data) alloc();
+  convert_values(src, src_type, raw_data(), dtype(), n);
+}
+
+void array::set_data(std::shared_ptr<detail::Data> data) {
+  auto& d = desc();
+  d.data = std::move(data);
+  d.offset = 0;
+  d.strides = row_major_strides(d.shape);
+  d.row_contiguous = true;
+}
+
+void array::alloc() { set_data(detail::allocate(nbytes())); }
+
+void array::set_view(const array& src, Strides strides, int64_t offset_elems) {
+  auto& d = desc();
+  d.data = src.desc().data;
+  d.offset = offset_elems;
+  d.strides = std::move(strides);
+  // Row-contiguous when the strides equal the row-major strides over the non-unit dimensions.
+  bool rc = true;
+  int64_t acc = 1;
+  for (int i = static_cast<int>(d.shape.size()) - 1; i >= 0; --i) {
+    if (d.shape[i] == 1) continue;
+    if (d.strides[i] != acc) {
+      rc = false;
+      break;
+    }
+    acc *= d.shape[i];
+  }
+  if (d.size == 0) rc = true;
+  d.row_contiguous = rc;
+  if (rc) d.strides = row_major_strides(d.shape);
+}
+
+void array::detach() {
+  if (desc_) desc_->node.reset();
+}
+
+const std::vector<array>& array::inputs() const {
+  static const std::vector<array> empty;
+  auto& d = desc();
+  return d.node ? d.node->inputs : empty;
+}
+
+std::vector<array> array::outputs() const {
+  auto& d = desc();
+  if (!d.node) return {*this};
+  std::vector<array> out;
+  auto& node = d.node;
+  for (size_t i = 0; i < node->outputs.size(); ++i) {
+    if (i == d.out_index) {
+      out.push_back(*this);
+      continue;
+    }
+    auto sp = node->outputs[i].lock();
+    if (!sp) {
+      // The sibling was dropped by the user; recreate a handle on the same node.
+      array s(node->specs[i].shape, node->specs[i].dtype, node, static_cast<uint32_t>(i));
+      node->outputs[i] = s.desc_ptr();
+      out.push_back(s);
+    } else {
+      out.push_back(array(sp));
+    }
+  }
+  return out;
+}
+
+std::vector<array> array::siblings() const {
+  std::vector<array> out;
+  if (!has_primitive()) return out;
+  for (auto& o : outputs()) {
+    if (!o.is_same(*this)) out.push_back(o);
+  }
+  return out;
+}
+
+void convert_values(const void* src, Dtype src_type, void* dst, Dtype dst_type, size_t n) {
+  cpu::dispatch_all(src_type, [&](auto s) {
+    using S = decltype(s);
+    cpu::dispatch_all(dst_type, [&](auto t) {
+      using T = decltype(t);
+      const S* in = static_cast<const S*>(src);
+      T* out = static_cast<T*>(dst);
+      if constexpr (std::is_same_v<S, T>) {
+        std::memcpy(out, in, n * sizeof(T));
+      } else {
+        for (size_t i = 0; i < n; ++i) out[i] = cpu::cast_to<T>(in[i]);
+      }
+    });
+  });
+}
+
+// ---- printing, in MLX's style ----
+
+namespace {
+
+template <typename T>
+void print_value(std::ostream& os, T v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    os << (v ? "true" : "false");
+  } else if constexpr (std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>) {
+    os << static_cast<int>(v);
+  } else if constexpr (cpu::is_complex_v<T>) {
+    os << v.real() << (v.imag() >= 0 || std::isnan(v.imag()) ? "+" : "-") << std::abs(v.imag()) << "j";
+  } else if constexpr (cpu::is_half_v<T>) {
+    os << static_cast<float>(v);
+  } else {
+    os << v;
+  }
+}
+
+template <typename T>
+void print_rec(std::ostream& os, const array& a, int dim, int64_t off, int indent) {
+  const char* base = static_cast<const char*>(a.buffer()->ptr);
+  int nd = static_cast<int>(a.ndim());
+  os << "[";
+  int n = a.shape()[dim];
+  for (int i = 0; i < n; ++i) {
+    int64_t o = off + i * a.strides()[dim];
+    if (dim == nd - 1) {
+      T v;
+      std::memcpy(&v, base + o * static_cast<int64_t>(sizeof(T)), sizeof(T));
+      print_value(os, v);
+      if (i + 1 < n) os << ", ";
+    } else {
+      print_rec<T>(os, a, dim + 1, o, indent + 1);
+      if (i + 1 < n) {
+        os << ",\n" << std::string(indent + 1, ' ');
+      }
+    }
+  }
+  os << "]";
+}
+
+}  // namespace
+
+std::ostream& operator<<(std::ostream& os, const Shape& s) {
+  os << "(";
+  for (size_t i = 0; i < s.size(); ++i) os << (i ? "," : "") << s[i];
+  return os << ")";
+}
+
+std::ostream& operator<<(std::ostream& os, const array& a0) {
+  array a = a0;
+  if (!a.valid()) return os << "array(<empty>)";
+  a.eval();
+  os << "array(";
+  cpu::dispatch_all(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if (a.ndim() == 0) {
+      T v;
+      std::memcpy(&v, a.raw_data(), sizeof(T));
+      print_value(os, v);
+    } else {
+      print_rec<T>(os, a, 0, a.offset(), 6);
+    }
+  });
+  return os << ", dtype=" << a.dtype() << ")";
+}
+
+}  // namespace kiln

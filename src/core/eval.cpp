@@ -1,0 +1,86 @@
+// The evaluator: an iterative depth-first topological sort of the unevaluated graph, then one kernel
+// call per node. Nodes are released as soon as they have run, so intermediates are freed when nothing
+// else needs them.
+#include <unordered_set>
+
+#include "kiln/primitive.h"
+
+namespace kiln {
+
+namespace {
+
+std::vector<std::shared_ptr<Node>> topo_order(const std::vector<array>& outputs) {
+  std::vector<std::shared_ptr<Node>> order;
+  std::unordered_set<const Node*> seen;
+  struct Frame {
+    std::shared_ptr<Node> node;
+    size_t next;
+  };
+  std::vector<Frame> stack;
+  for (auto& out : outputs) {
+    if (!out.valid() || out.is_available() || !out.has_primitive()) continue;
+    if (!seen.insert(out.node().get()).second) continue;
+    stack.push_back({out.node(), 0});
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      if (f.next < f.node->inputs.size()) {
+        const array& in = f.node->inputs[f.next++];
+        if (!in.is_available() && in.has_primitive() && seen.insert(in.node().get()).second) {
+          stack.push_back({in.node(), 0});
+        }
+        continue;
+      }
+      order.push_back(std::move(f.node));
+      stack.pop_back();
+    }
+  }
+  return order;
+}
+
+void run_node(const std::shared_ptr<Node>& node) {
+  std::vector<array> outs;
+  outs.reserve(node->specs.size());
+  for (size_t i = 0; i < node->specs.size(); ++i) {
+    std::shared_ptr<detail::ArrayDesc> d = i < node->outputs.size() ? node->outputs[i].lock() : nullptr;
+    if (d) {
+      outs.emplace_back(std::move(d));
+    } else {
+      outs.emplace_back(node->specs[i].shape, node->specs[i].dtype, nullptr, static_cast<uint32_t>(i));
+    }
+  }
+  for (auto& in : node->inputs) {
+    if (!in.is_available()) {
+      throw std::logic_error("[eval] Input of " + node->def->name + " was not evaluated.");
+    }
+  }
+  if (!node->def->cpu) {
+    throw std::invalid_argument("[eval] Primitive " + node->def->display_name(node->state) +
+                                " has no CPU implementation in kiln yet.");
+  }
+  node->def->cpu(*node, node->inputs, outs);
+  for (auto& o : outs) {
+    if (!o.is_available()) {
+      throw std::logic_error("[eval] The " + node->def->name + " kernel did not produce an output.");
+    }
+    o.detach();
+  }
+}
+
+}  // namespace
+
+void eval(std::vector<array> outputs) {
+  auto order = topo_order(outputs);
+  for (auto& node : order) {
+    run_node(node);
+    node.reset();  // release the inputs this node held
+  }
+}
+
+void async_eval(std::vector<array> outputs) { eval(std::move(outputs)); }
+
+void array::eval() {
+  if (!valid() || is_available()) return;
+  kiln::eval(std::vector<array>{*this});
+}
+
+}  // namespace kiln

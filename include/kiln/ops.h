@@ -3,6 +3,7 @@
 
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/shape.h"
+// Family headers, present as their families land.
 #if __has_include("kiln/ops/reduce.h")
 #include "kiln/ops/reduce.h"
 #endif
@@ -11,4 +12,10 @@
 #endif
 #if __has_include("kiln/ops/index.h")
 #include "kiln/ops/index.h"
+#endif
+#if __has_include("kiln/ops/conv.h")
+#include "kiln/ops/conv.h"
+#endif
+#if __has_include("kiln/ops/quantized.h")
+#include "kiln/ops/quantized.h"
 #endif

@@ -1,54 +1,355 @@
-// Element-wise binary primitives. Op builders promote and broadcast, so kernels see equal shapes.
-#include "backend/cpu/loops.h"
-#include "kiln/ops/elementwise.h"
+// Element-wise arithmetic binary primitives (Add, Subtract, Multiply, Divide, Remainder, DivMod, Power,
+// Maximum, Minimum, ArcTan2, LogAddExp) and their ops. Op builders promote both inputs to one dtype
+// and broadcast them, as MLX does; comparisons, logical and bitwise ops are in binary_compare.cpp.
+//
+// Integer corner cases where MLX's CPU kernels crash or hang get defined results here: x / 0 and
+// x % 0 give 0, INT_MIN / -1 wraps, and a negative integer exponent gives the truncated real result
+// (1 for base 1, ±1 for base -1, else 0).
+#include <cmath>
+
 #include "kiln/ops/shape.h"
-#include "primitives/common.h"
+#include "primitives/elementwise_common.h"
 
 namespace kiln {
 
+namespace ew {
+
+ArraySpec binary_spec(const char* name, const std::vector<ArraySpec>& in) {
+  if (in[0].dtype != in[1].dtype) {
+    throw std::invalid_argument(std::string("[") + name + "] Inputs must have the same dtype but found " +
+                                dtype_name(in[0].dtype) + " and " + dtype_name(in[1].dtype) + ".");
+  }
+  return {detail::broadcast_shapes(in[0].shape, in[1].shape), in[0].dtype};
+}
+
+}  // namespace ew
+
 namespace {
 
-std::vector<ArraySpec> same_infer(const State&, const std::vector<ArraySpec>& in) { return {in[0]}; }
+using namespace ew;
 
-void add_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
-  cpu::dispatch_all(out[0].dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    using A = cpu::acc_t<T>;
+template <typename T>
+inline constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+
+// Each Op: apply(x, y) for every dtype's C++ type (half types compute in float).
+struct AddOp {
+  static constexpr const char* name = "Add";
+  template <typename T>
+  static T apply(T x, T y) {
+    if constexpr (std::is_same_v<T, bool>) return x || y;
+    else if constexpr (is_int_v<T>) return wrap_add(x, y);
+    else if constexpr (is_half_v<T>) return T(static_cast<float>(x) + static_cast<float>(y));
+    else return x + y;
+  }
+};
+
+struct SubtractOp {
+  static constexpr const char* name = "Subtract";
+  template <typename T>
+  static T apply(T x, T y) {
+    if constexpr (std::is_same_v<T, bool>) return x != y;
+    else if constexpr (is_int_v<T>) return wrap_sub(x, y);
+    else if constexpr (is_half_v<T>) return T(static_cast<float>(x) - static_cast<float>(y));
+    else return x - y;
+  }
+};
+
+struct MultiplyOp {
+  static constexpr const char* name = "Multiply";
+  template <typename T>
+  static T apply(T x, T y) {
+    if constexpr (std::is_same_v<T, bool>) return x && y;
+    else if constexpr (is_int_v<T>) return wrap_mul(x, y);
+    else if constexpr (is_half_v<T>) return T(static_cast<float>(x) * static_cast<float>(y));
+    else return x * y;
+  }
+};
+
+// Integer division truncates toward zero (MLX's floor_divide on integers does too).
+template <typename T>
+inline T int_div(T x, T y) {
+  if (y == 0) return T(0);
+  if constexpr (std::is_signed_v<T>) {
+    if (y == T(-1)) return wrap_sub(T(0), x);
+  }
+  return static_cast<T>(x / y);
+}
+
+template <typename T>
+inline T int_mod(T x, T y) {
+  if (y == 0) return T(0);
+  if constexpr (std::is_signed_v<T>) {
+    if (y == T(-1)) return T(0);
+  }
+  return static_cast<T>(x % y);
+}
+
+struct DivideOp {
+  static constexpr const char* name = "Divide";
+  template <typename T>
+  static T apply(T x, T y) {
+    if constexpr (std::is_same_v<T, bool>) return x && y;
+    else if constexpr (is_int_v<T>) return int_div(x, y);
+    else if constexpr (is_half_v<T>) return T(static_cast<float>(x) / static_cast<float>(y));
+    else return x / y;
+  }
+};
+
+// Python-style remainder: the result takes the divisor's sign. MLX skips that fix for float16 and
+// bfloat16 (its half types do not count as signed) and uses the real parts for complex inputs.
+struct RemainderOp {
+  static constexpr const char* name = "Remainder";
+  template <typename T>
+  static T apply(T x, T y) {
     if constexpr (std::is_same_v<T, bool>) {
-      cpu::binary_loop<T, T, T>(in[0], in[1], out[0], [](T x, T y) { return x || y; });
+      return false;
+    } else if constexpr (is_int_v<T>) {
+      T r = int_mod(x, y);
+      if constexpr (std::is_signed_v<T>) {
+        if (r != 0 && ((r < 0) != (y < 0))) r = static_cast<T>(r + y);
+      }
+      return r;
+    } else if constexpr (is_half_v<T>) {
+      return T(std::remainder(static_cast<float>(x), static_cast<float>(y)));
+    } else if constexpr (is_complex_v<T>) {
+      return T(std::remainder(x.real(), y.real()), 0.0f);
     } else {
-      cpu::binary_loop<T, T, T>(in[0], in[1], out[0],
-                                [](T x, T y) { return T(static_cast<A>(x) + static_cast<A>(y)); });
+      T r = std::remainder(x, y);
+      if (r != 0 && ((r < 0) != (y < 0))) r += y;
+      return r;
+    }
+  }
+};
+
+struct PowerOp {
+  static constexpr const char* name = "Power";
+  template <typename T>
+  static T apply(T base, T e) {
+    if constexpr (std::is_same_v<T, bool>) {
+      return e ? base : true;
+    } else if constexpr (is_int_v<T>) {
+      if constexpr (std::is_signed_v<T>) {
+        if (e < 0) return base == 1 ? T(1) : (base == T(-1) ? ((e & 1) ? T(-1) : T(1)) : T(0));
+      }
+      T r = 1;
+      auto n = static_cast<std::make_unsigned_t<T>>(e);
+      while (n) {
+        if (n & 1u) r = wrap_mul(r, base);
+        n >>= 1;
+        base = wrap_mul(base, base);
+      }
+      return r;
+    } else if constexpr (is_half_v<T>) {
+      return T(std::pow(static_cast<float>(base), static_cast<float>(e)));
+    } else {
+      return std::pow(base, e);
+    }
+  }
+};
+
+// NaN in the first operand wins; otherwise the comparison picks, so a NaN second operand also
+// propagates. Complex numbers compare lexicographically and only the real part is tested for NaN.
+template <bool Max>
+struct ExtremumOp {
+  static constexpr const char* name = Max ? "Maximum" : "Minimum";
+  template <typename T>
+  static T apply(T x, T y) {
+    if constexpr (std::is_same_v<T, bool>) {
+      return Max ? (x || y) : (x && y);
+    } else if constexpr (is_int_v<T>) {
+      return Max ? (x > y ? x : y) : (x < y ? x : y);
+    } else if constexpr (is_complex_v<T>) {
+      if (std::isnan(x.real())) return x;
+      return Max ? (cgt(x, y) ? x : y) : (cgt(y, x) ? x : y);
+    } else {
+      using A = acc_t<T>;
+      A a = static_cast<A>(x), b = static_cast<A>(y);
+      if (a != a) return x;
+      return Max ? (a > b ? x : y) : (a < b ? x : y);
+    }
+  }
+};
+
+struct ArcTan2Op {
+  static constexpr const char* name = "ArcTan2";
+  template <typename T>
+  static T apply(T x, T y) {
+    if constexpr (is_complex_v<T>) return T(std::atan2(x.real(), y.real()), 0.0f);  // MLX uses real parts
+    else if constexpr (is_half_v<T>) return T(std::atan2(static_cast<float>(x), static_cast<float>(y)));
+    else return std::atan2(x, y);
+  }
+};
+
+// max + log1p(exp(min - max)); infinite operands short-circuit to the maximum.
+struct LogAddExpOp {
+  static constexpr const char* name = "LogAddExp";
+  template <typename T>
+  static T apply(T x, T y) {
+    if constexpr (is_half_v<T>) {
+      return T(apply(static_cast<float>(x), static_cast<float>(y)));
+    } else {
+      T hi = ExtremumOp<true>::apply(x, y);
+      T lo = ExtremumOp<false>::apply(x, y);
+      if constexpr (is_complex_v<T>) {
+        const float inf = std::numeric_limits<float>::infinity();
+        if (lo == T(-inf) || hi == T(inf)) return hi;
+        return hi + log1p_c(std::exp(lo - hi));
+      } else {
+        const T inf = std::numeric_limits<T>::infinity();
+        if (lo == -inf || hi == inf) return hi;
+        return hi + std::log1p(static_cast<T>(exp_f(static_cast<float>(lo - hi))));
+      }
+    }
+  }
+};
+
+template <typename Op>
+void arith_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    binary_run<T, T>(in[0], in[1], out[0], [](T x, T y) { return Op::apply(x, y); });
+  });
+}
+
+template <typename Op>
+void float_arith_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (is_float_v<T> || is_complex_v<T>) {
+      binary_run<T, T>(in[0], in[1], out[0], [](T x, T y) { return Op::apply(x, y); });
     }
   });
 }
 
-// Promote to one dtype and broadcast to one shape, as MLX's binary ops do.
-std::pair<array, array> prepare(const array& a, const array& b, StreamOrDevice s) {
-  Dtype t = promote_types(a.dtype(), b.dtype());
+// DivMod: C-style quotient and remainder (trunc(x / y) and fmod for floats), as MLX computes them.
+void divmod_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) {
+      binary_run<T, T>(in[0], in[1], out[0], [](T x, T y) { return x && y; });
+      binary_run<T, T>(in[0], in[1], out[1], [](T, T) { return false; });
+    } else if constexpr (is_int_v<T>) {
+      binary_run<T, T>(in[0], in[1], out[0], [](T x, T y) { return int_div(x, y); });
+      binary_run<T, T>(in[0], in[1], out[1], [](T x, T y) { return int_mod(x, y); });
+    } else if constexpr (is_float_v<T>) {
+      using A = acc_t<T>;
+      binary_run<T, T>(in[0], in[1], out[0],
+                       [](T x, T y) { return T(std::trunc(static_cast<A>(x) / static_cast<A>(y))); });
+      binary_run<T, T>(in[0], in[1], out[1],
+                       [](T x, T y) { return T(std::fmod(static_cast<A>(x), static_cast<A>(y))); });
+    }
+  });
+}
+
+template <typename Op>
+std::vector<ArraySpec> arith_infer(const State&, const std::vector<ArraySpec>& in) {
+  return {binary_spec(Op::name, in)};
+}
+
+template <typename Op>
+std::vector<ArraySpec> float_arith_infer(const State&, const std::vector<ArraySpec>& in) {
+  ArraySpec o = binary_spec(Op::name, in);
+  check_dtype(is_inexact(o.dtype), Op::name, "Expected floating point or complex inputs", o.dtype);
+  return {o};
+}
+
+std::vector<ArraySpec> divmod_infer(const State&, const std::vector<ArraySpec>& in) {
+  ArraySpec o = binary_spec("DivMod", in);
+  if (o.dtype == complex64) throw std::invalid_argument("[divmod] Complex type not supported.");
+  return {o, o};
+}
+
+// ---- op builders ----
+
+std::pair<array, array> prepare(const array& a, const array& b, Dtype t, StreamOrDevice s) {
   auto bs = broadcast_arrays({astype(a, t, s), astype(b, t, s)}, s);
   return {bs[0], bs[1]};
+}
+
+array binary_op(const char* prim, const array& a, const array& b, Dtype t, StreamOrDevice s) {
+  auto [x, y] = prepare(a, b, t, s);
+  const PrimitiveDef& d = detail::def(prim);
+  return make_array(d, {}, {x, y}, {{x.shape(), t}}, to_stream(s));
 }
 
 }  // namespace
 
 namespace primitives {
 void register_binary() {
-  registry::define({.name = "Add",
-                    .min_inputs = 2,
-                    .max_inputs = 2,
-                    .flags = kBinary | kElementwise,
-                    .infer = same_infer,
-                    .cpu = add_cpu});
+  const unsigned B = kBinary | kElementwise;
+  auto row = [&](const char* name, InferFn infer, CpuFn cpu, int outs = 1) {
+    registry::define({.name = name,
+                      .fields = {},
+                      .min_inputs = 2,
+                      .max_inputs = 2,
+                      .num_outputs = outs,
+                      .flags = B,
+                      .infer = infer,
+                      .cpu = cpu});
+  };
+  row("Add", arith_infer<AddOp>, arith_cpu<AddOp>);
+  row("Subtract", arith_infer<SubtractOp>, arith_cpu<SubtractOp>);
+  row("Multiply", arith_infer<MultiplyOp>, arith_cpu<MultiplyOp>);
+  row("Divide", arith_infer<DivideOp>, arith_cpu<DivideOp>);
+  row("Remainder", arith_infer<RemainderOp>, arith_cpu<RemainderOp>);
+  row("Power", arith_infer<PowerOp>, arith_cpu<PowerOp>);
+  row("Maximum", arith_infer<ExtremumOp<true>>, arith_cpu<ExtremumOp<true>>);
+  row("Minimum", arith_infer<ExtremumOp<false>>, arith_cpu<ExtremumOp<false>>);
+  row("ArcTan2", float_arith_infer<ArcTan2Op>, float_arith_cpu<ArcTan2Op>);
+  row("LogAddExp", float_arith_infer<LogAddExpOp>, float_arith_cpu<LogAddExpOp>);
+  row("DivMod", divmod_infer, divmod_cpu, 2);
+  ew::register_binary_compare();
+  ew::register_ternary();
 }
 }  // namespace primitives
 
 array add(const array& a, const array& b, StreamOrDevice s) {
-  auto [x, y] = prepare(a, b, s);
-  static const PrimitiveDef& d = detail::def("Add");
-  return make_array(d, {}, {x, y}, {{x.shape(), x.dtype()}}, to_stream(s));
+  return binary_op("Add", a, b, promote_types(a.dtype(), b.dtype()), s);
+}
+array subtract(const array& a, const array& b, StreamOrDevice s) {
+  return binary_op("Subtract", a, b, promote_types(a.dtype(), b.dtype()), s);
+}
+array multiply(const array& a, const array& b, StreamOrDevice s) {
+  return binary_op("Multiply", a, b, promote_types(a.dtype(), b.dtype()), s);
+}
+array divide(const array& a, const array& b, StreamOrDevice s) {
+  return binary_op("Divide", a, b, at_least_float(promote_types(a.dtype(), b.dtype())), s);
+}
+array floor_divide(const array& a, const array& b, StreamOrDevice s) {
+  Dtype t = promote_types(a.dtype(), b.dtype());
+  if (is_inexact(t)) return floor(divide(a, b, s), s);
+  return binary_op("Divide", a, b, t, s);
+}
+array remainder(const array& a, const array& b, StreamOrDevice s) {
+  return binary_op("Remainder", a, b, promote_types(a.dtype(), b.dtype()), s);
+}
+std::vector<array> divmod(const array& a, const array& b, StreamOrDevice s) {
+  Dtype t = promote_types(a.dtype(), b.dtype());
+  if (t == complex64) throw std::invalid_argument("[divmod] Complex type not supported.");
+  auto [x, y] = prepare(a, b, t, s);
+  static const PrimitiveDef& d = detail::def("DivMod");
+  return make_arrays(d, {}, {x, y}, {{x.shape(), t}, {x.shape(), t}}, to_stream(s));
+}
+array power(const array& a, const array& b, StreamOrDevice s) {
+  return binary_op("Power", a, b, promote_types(a.dtype(), b.dtype()), s);
+}
+array maximum(const array& a, const array& b, StreamOrDevice s) {
+  return binary_op("Maximum", a, b, promote_types(a.dtype(), b.dtype()), s);
+}
+array minimum(const array& a, const array& b, StreamOrDevice s) {
+  return binary_op("Minimum", a, b, promote_types(a.dtype(), b.dtype()), s);
+}
+array arctan2(const array& a, const array& b, StreamOrDevice s) {
+  return binary_op("ArcTan2", a, b, at_least_float(promote_types(a.dtype(), b.dtype())), s);
+}
+array logaddexp(const array& a, const array& b, StreamOrDevice s) {
+  return binary_op("LogAddExp", a, b, at_least_float(promote_types(a.dtype(), b.dtype())), s);
 }
 
 array operator+(const array& a, const array& b) { return add(a, b); }
+array operator-(const array& a, const array& b) { return subtract(a, b); }
+array operator*(const array& a, const array& b) { return multiply(a, b); }
+array operator/(const array& a, const array& b) { return divide(a, b); }
+array operator%(const array& a, const array& b) { return remainder(a, b); }
 
 }  // namespace kiln

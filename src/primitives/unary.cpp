@@ -1,19 +1,92 @@
-// Element-wise unary primitives.
+// Element-wise unary primitives without transcendental math: casts, views, sign and rounding ops,
+// logical/bitwise negation and complex parts. The math ones (Exp, Sin, ...) are in unary_math.cpp,
+// the op builders in unary_ops.cpp.
 #include <cmath>
 
-#include "backend/cpu/loops.h"
-#include "kiln/ops/elementwise.h"
-#include "primitives/common.h"
+#include "primitives/elementwise_common.h"
 
 namespace kiln {
 
-namespace {
+namespace ew {
 
 std::vector<ArraySpec> same_infer(const State&, const std::vector<ArraySpec>& in) { return {in[0]}; }
+
+std::vector<ArraySpec> bool_unary_infer(const State&, const std::vector<ArraySpec>& in) {
+  return {{in[0].shape, bool_}};
+}
+
+void check_dtype(bool ok, const char* name, const char* what, Dtype found) {
+  if (!ok) {
+    throw std::invalid_argument(std::string("[") + name + "] " + what + " but found " + dtype_name(found) + ".");
+  }
+}
+
+array broadcast_view(const array& a, const Shape& shape) {
+  if (a.shape() == shape) return a;
+  array v(shape, a.dtype(), nullptr, 0);
+  const int nd = static_cast<int>(shape.size());
+  const int off = nd - static_cast<int>(a.ndim());
+  Strides st(nd, 0);
+  for (int i = 0; i < static_cast<int>(a.ndim()); ++i) st[off + i] = a.shape()[i] == 1 ? 0 : a.strides()[i];
+  v.set_view(a, std::move(st), a.offset());
+  return v;
+}
+
+}  // namespace ew
+
+namespace {
+
+using namespace ew;
+
+// ---- infer rules ----
 
 std::vector<ArraySpec> astype_infer(const State& st, const std::vector<ArraySpec>& in) {
   return {{in[0].shape, st.get<Dtype>(0)}};
 }
+
+std::vector<ArraySpec> real_imag_infer(const State&, const std::vector<ArraySpec>& in) {
+  check_dtype(in[0].dtype == complex64, "real", "Expected a complex64 input", in[0].dtype);
+  return {{in[0].shape, float32}};
+}
+
+std::vector<ArraySpec> no_complex_infer(const State&, const std::vector<ArraySpec>& in) {
+  if (in[0].dtype == complex64) throw std::invalid_argument("[floor] Not supported for complex64.");
+  return {in[0]};
+}
+
+std::vector<ArraySpec> invert_infer(const State&, const std::vector<ArraySpec>& in) {
+  check_dtype(is_integral(in[0].dtype), "bitwise_invert", "Bitwise inverse only allowed on integer types",
+              in[0].dtype);
+  return {in[0]};
+}
+
+// The View output: the last dimension scaled by the itemsize ratio (MLX's rules and messages).
+Shape view_shape(const Shape& in, Dtype from, Dtype to) {
+  Shape out = in;
+  const int ib = size_of(from), ob = size_of(to);
+  if (ib == ob) return out;
+  if (in.empty()) {
+    throw std::invalid_argument("[view] Changing the type of a scalar is only allowed for types with the same size.");
+  }
+  if (ib < ob) {
+    if (out.back() % (ob / ib) != 0) {
+      throw std::invalid_argument(
+          "[view] When viewing as a larger dtype, the size in bytes of the last axis must be a multiple of the "
+          "requested type size.");
+    }
+    out.back() /= (ob / ib);
+  } else {
+    out.back() *= (ib / ob);
+  }
+  return out;
+}
+
+std::vector<ArraySpec> view_infer(const State& st, const std::vector<ArraySpec>& in) {
+  Dtype to = st.get<Dtype>(0);
+  return {{view_shape(in[0].shape, in[0].dtype, to), to}};
+}
+
+// ---- kernels ----
 
 void astype_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
   cpu::dispatch_all(in[0].dtype(), [&](auto s) {
@@ -25,53 +98,193 @@ void astype_cpu(const Node&, const std::vector<array>& in, std::vector<array>& o
   });
 }
 
+void share_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) { share_input(in[0], out[0]); }
+
 void abs_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
   cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (cpu::is_complex_v<T>) {
-      // complex abs keeps the complex dtype in MLX; the magnitude goes in the real part.
+    if constexpr (is_complex_v<T>) {
+      // The magnitude goes in the real part; the op builder then casts to float32, as MLX does.
       cpu::unary_loop<T, T>(in[0], out[0], [](T v) { return T(std::abs(v), 0.0f); });
     } else if constexpr (std::is_same_v<T, bool> || std::is_unsigned_v<T>) {
-      cpu::unary_loop<T, T>(in[0], out[0], [](T v) { return v; });
+      share_input(in[0], out[0]);
+    } else if constexpr (std::is_integral_v<T>) {
+      cpu::unary_loop<T, T>(in[0], out[0], [](T v) { return v < 0 ? wrap_sub(T(0), v) : v; });
     } else {
+      cpu::unary_loop<T, T>(in[0], out[0], [](T v) { return T(std::fabs(static_cast<acc_t<T>>(v))); });
+    }
+  });
+}
+
+void negative_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) {
+      share_input(in[0], out[0]);  // -true is still true once stored as bool
+    } else if constexpr (std::is_integral_v<T>) {
+      cpu::unary_loop<T, T>(in[0], out[0], [](T v) { return wrap_sub(T(0), v); });
+    } else if constexpr (is_half_v<T>) {
+      cpu::unary_loop<T, T>(in[0], out[0], [](T v) { return T::from_bits(v.bits ^ 0x8000u); });
+    } else {
+      cpu::unary_loop<T, T>(in[0], out[0], [](T v) { return -v; });
+    }
+  });
+}
+
+void sign_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) {
+      share_input(in[0], out[0]);
+    } else if constexpr (std::is_unsigned_v<T>) {
+      cpu::unary_loop<T, T>(in[0], out[0], [](T v) { return T(v != 0); });
+    } else if constexpr (is_complex_v<T>) {
+      cpu::unary_loop<T, T>(in[0], out[0], [](T v) { return v == T(0) ? v : v / std::abs(v); });
+    } else {
+      // NaN and -0 give +0, as in MLX.
+      using A = acc_t<T>;
       cpu::unary_loop<T, T>(in[0], out[0], [](T v) {
-        using A = cpu::acc_t<T>;
         A x = static_cast<A>(v);
-        return T(x < A(0) ? A(-x) : x);
+        return T(x < A(0) ? A(-1) : (x > A(0) ? A(1) : A(0)));
       });
     }
   });
+}
+
+void square_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) {
+      share_input(in[0], out[0]);
+    } else if constexpr (std::is_integral_v<T>) {
+      cpu::unary_loop<T, T>(in[0], out[0], [](T v) { return wrap_mul(v, v); });
+    } else {
+      using A = acc_t<T>;
+      cpu::unary_loop<T, T>(in[0], out[0], [](T v) { return T(static_cast<A>(v) * static_cast<A>(v)); });
+    }
+  });
+}
+
+// Floor, Ceil and Round leave integers untouched (sharing the buffer) and round complex parts separately.
+template <int Mode>  // 0 floor, 1 ceil, 2 round half to even
+void rounding_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    auto f = [](auto x) {
+      if constexpr (Mode == 0) return floor_f(x);
+      else if constexpr (Mode == 1) return ceil_f(x);
+      else return rint_f(x);
+    };
+    if constexpr (is_complex_v<T>) {
+      cpu::unary_loop<T, T>(in[0], out[0], [f](T v) { return T(f(v.real()), f(v.imag())); });
+    } else if constexpr (is_float_v<T>) {
+      cpu::unary_loop<T, T>(in[0], out[0], [f](T v) { return T(f(static_cast<acc_t<T>>(v))); });
+    } else {
+      share_input(in[0], out[0]);
+    }
+  });
+}
+
+void logical_not_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (is_half_v<T>) {
+      cpu::unary_loop<T, bool>(in[0], out[0], [](T v) { return static_cast<float>(v) == 0.0f; });
+    } else {
+      cpu::unary_loop<T, bool>(in[0], out[0], [](T v) { return v == T(0); });
+    }
+  });
+}
+
+void bitwise_invert_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      cpu::unary_loop<T, T>(in[0], out[0], [](T v) { return static_cast<T>(~v); });
+    }
+  });
+}
+
+void conjugate_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  if (in[0].dtype() != complex64) return share_input(in[0], out[0]);
+  cpu::unary_loop<complex64_t, complex64_t>(in[0], out[0], [](complex64_t v) { return std::conj(v); });
+}
+
+void real_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  cpu::unary_loop<complex64_t, float>(in[0], out[0], [](complex64_t v) { return v.real(); });
+}
+
+void imag_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  cpu::unary_loop<complex64_t, float>(in[0], out[0], [](complex64_t v) { return v.imag(); });
+}
+
+// View reinterprets the bytes. It shares the buffer whenever the new strides and offset are whole
+// elements of the new type, and otherwise copies to a row-contiguous buffer first.
+void view_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  const array& a = in[0];
+  array& o = out[0];
+  const int64_t ib = a.itemsize(), ob = o.itemsize();
+  const int nd = static_cast<int>(a.ndim());
+  bool last_unit = nd == 0 || a.shape().back() == 1 || a.strides().back() == 1;
+  bool offset_ok = (a.offset() * ib) % ob == 0;
+  if (offset_ok && (a.row_contiguous() || ib == ob || (ob < ib && last_unit))) {
+    Strides st(o.ndim());
+    if (a.row_contiguous()) {
+      st = row_major_strides(o.shape());
+    } else {
+      for (int i = 0; i < nd; ++i) st[i] = a.strides()[i] * ib / ob;
+      if (nd > 0 && ib != ob) st[nd - 1] = 1;
+    }
+    o.set_view(a, std::move(st), a.offset() * ib / ob);
+    return;
+  }
+  array c(a.shape(), a.dtype(), nullptr, 0);
+  cpu::copy_to_contiguous(a, c);
+  o.set_view(c, row_major_strides(o.shape()), 0);
 }
 
 }  // namespace
 
 namespace primitives {
 void register_unary() {
+  const unsigned U = kUnary | kElementwise;
   registry::define({.name = "AsType",
                     .fields = {{"dtype", FieldType::DtypeF}},
                     .min_inputs = 1,
                     .max_inputs = 1,
-                    .flags = kUnary | kElementwise,
+                    .flags = U,
                     .infer = astype_infer,
                     .cpu = astype_cpu});
-  registry::define({.name = "Abs",
+  registry::define({.name = "View",
+                    .fields = {{"dtype", FieldType::DtypeF}},
                     .min_inputs = 1,
                     .max_inputs = 1,
-                    .flags = kUnary | kElementwise,
-                    .infer = same_infer,
-                    .cpu = abs_cpu});
+                    .flags = kUnary,
+                    .infer = view_infer,
+                    .cpu = view_cpu,
+                    .display = [](const State& s) { return "View " + dtype_name(s.get<Dtype>(0)); },
+                    .shapeless = false});
+  auto simple = [&](const char* name, InferFn infer, CpuFn cpu, unsigned extra = 0) {
+    registry::define(
+        {.name = name, .fields = {}, .min_inputs = 1, .max_inputs = 1, .flags = U | extra, .infer = infer, .cpu = cpu});
+  };
+  simple("Copy", same_infer, share_cpu, kNoOp);
+  simple("StopGradient", same_infer, share_cpu, kNoOp);
+  simple("Abs", same_infer, abs_cpu);
+  simple("Negative", same_infer, negative_cpu);
+  simple("Sign", same_infer, sign_cpu);
+  simple("Square", same_infer, square_cpu);
+  simple("Floor", no_complex_infer, rounding_cpu<0>);
+  simple("Ceil", no_complex_infer, rounding_cpu<1>);
+  simple("Round", same_infer, rounding_cpu<2>);
+  simple("LogicalNot", bool_unary_infer, logical_not_cpu);
+  // MLX 0.30.1 has no serializer entry for BitwiseInvert (spec 3.6).
+  simple("BitwiseInvert", invert_infer, bitwise_invert_cpu, kNotSerializable);
+  simple("Conjugate", same_infer, conjugate_cpu);
+  simple("Real", real_imag_infer, real_cpu);
+  simple("Imag", real_imag_infer, imag_cpu);
+  ew::register_unary_math();
 }
 }  // namespace primitives
-
-array astype(array a, Dtype dtype, StreamOrDevice s) {
-  if (a.dtype() == dtype) return a;
-  static const PrimitiveDef& d = detail::def("AsType");
-  return make_array(d, State{dtype}, {a}, {{a.shape(), dtype}}, to_stream(s));
-}
-
-array abs(const array& a, StreamOrDevice s) {
-  static const PrimitiveDef& d = detail::def("Abs");
-  return make_array(d, {}, {a}, {{a.shape(), a.dtype()}}, to_stream(s));
-}
 
 }  // namespace kiln

@@ -3,10 +3,18 @@
 #pragma once
 
 #include <optional>
+#include <type_traits>
 
 #include "kiln/array.h"
 
 namespace kiln {
+
+namespace detail {
+// Types a scalar operand of an array operator may have (so `std::cout << x` is not an array shift).
+template <typename T>
+concept ScalarOperand = std::is_arithmetic_v<T> || std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t> ||
+                        std::is_same_v<T, complex64_t>;
+}  // namespace detail
 
 // ---- casts and views ----
 array astype(array a, Dtype dtype, StreamOrDevice s = {});
@@ -96,6 +104,9 @@ array isclose(const array& a, const array& b, double rtol = 1e-5, double atol = 
 array allclose(const array& a, const array& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false,
                StreamOrDevice s = {});
 array array_equal(const array& a, const array& b, bool equal_nan, StreamOrDevice s = {});
+// NaN -> `nan`, +inf -> posinf (default: the dtype's largest value), -inf -> neginf (default: its lowest).
+array nan_to_num(const array& a, float nan = 0.0f, const std::optional<float> posinf = std::nullopt,
+                 const std::optional<float> neginf = std::nullopt, StreamOrDevice s = {});
 inline array array_equal(const array& a, const array& b, StreamOrDevice s = {}) {
   return array_equal(a, b, false, s);
 }
@@ -106,11 +117,11 @@ array operator!(const array& a);
 array operator~(const array& a);
 #define KILN_BINARY_OPERATOR(OP, FN)                          \
   array operator OP(const array& a, const array& b);          \
-  template <typename T>                                       \
+  template <detail::ScalarOperand T>                          \
   array operator OP(T a, const array& b) {                    \
     return FN(array(a), b);                                   \
   }                                                           \
-  template <typename T>                                       \
+  template <detail::ScalarOperand T>                          \
   array operator OP(const array& a, T b) {                    \
     return FN(a, array(b));                                   \
   }

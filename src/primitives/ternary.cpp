@@ -1,0 +1,73 @@
+// Select (the primitive behind `where`): out = condition ? x : y, element-wise.
+#include "kiln/ops/shape.h"
+#include "primitives/elementwise_common.h"
+
+namespace kiln {
+
+namespace {
+
+using namespace ew;
+
+std::vector<ArraySpec> select_infer(const State&, const std::vector<ArraySpec>& in) {
+  if (in[1].dtype != in[2].dtype) {
+    throw std::invalid_argument("[Select] The two value inputs must have the same dtype but found " +
+                                dtype_name(in[1].dtype) + " and " + dtype_name(in[2].dtype) + ".");
+  }
+  Shape shape = detail::broadcast_shapes(detail::broadcast_shapes(in[0].shape, in[1].shape), in[2].shape);
+  return {{shape, in[1].dtype}};
+}
+
+void select_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  const Shape& shape = out[0].shape();
+  array cond = in[0];
+  if (cond.dtype() != bool_) {
+    // A loaded graph may hand a non-bool condition: test it for nonzero once, up front.
+    array c(cond.shape(), bool_, nullptr, 0);
+    cpu::dispatch_all(cond.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (is_half_v<T>) {
+        cpu::unary_loop<T, bool>(cond, c, [](T v) { return static_cast<float>(v) != 0.0f; });
+      } else {
+        cpu::unary_loop<T, bool>(cond, c, [](T v) { return v != T(0); });
+      }
+    });
+    cond = c;
+  }
+  array c = broadcast_view(cond, shape);
+  array x = broadcast_view(in[1], shape);
+  array y = broadcast_view(in[2], shape);
+  // Dispatch by width: selecting copies bits, so one instantiation serves each element size.
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    cpu::ternary_loop<bool, T, T, T>(c, x, y, out[0], [](bool p, T a, T b) { return p ? a : b; });
+  };
+  switch (x.itemsize()) {
+    case 1: run(uint8_t{}); break;
+    case 2: run(uint16_t{}); break;
+    case 4: run(uint32_t{}); break;
+    default: run(uint64_t{}); break;
+  }
+}
+
+}  // namespace
+
+namespace ew {
+void register_ternary() {
+  registry::define({.name = "Select",
+                    .fields = {},
+                    .min_inputs = 3,
+                    .max_inputs = 3,
+                    .flags = kElementwise,
+                    .infer = select_infer,
+                    .cpu = select_cpu});
+}
+}  // namespace ew
+
+array where(const array& condition, const array& x, const array& y, StreamOrDevice s) {
+  Dtype t = promote_types(x.dtype(), y.dtype());
+  auto in = broadcast_arrays({astype(condition, bool_, s), astype(x, t, s), astype(y, t, s)}, s);
+  static const PrimitiveDef& d = detail::def("Select");
+  return make_array(d, {}, {in[0], in[1], in[2]}, {{in[0].shape(), t}}, to_stream(s));
+}
+
+}  // namespace kiln

@@ -1,0 +1,238 @@
+// Element-wise unary math primitives (Exp, Log, Sin, Sqrt, Sigmoid, Erf, ...). MLX evaluates them on
+// inexact dtypes only; the op builders cast integers to float32 first. Values follow MLX's CPU
+// backend: its own polynomials for exp/sin/cos/erf/erfinv, the C library for the rest.
+#include <cmath>
+
+#include "primitives/elementwise_common.h"
+
+namespace kiln {
+
+namespace ew {
+
+std::vector<ArraySpec> inexact_unary_infer(const State&, const std::vector<ArraySpec>& in) {
+  check_dtype(is_inexact(in[0].dtype), "unary_fp", "Expected a floating point or complex input", in[0].dtype);
+  return {in[0]};
+}
+
+std::vector<ArraySpec> float_unary_infer(const State&, const std::vector<ArraySpec>& in) {
+  check_dtype(is_floating_point(in[0].dtype), "unary_real", "Expected a real floating point input", in[0].dtype);
+  return {in[0]};
+}
+
+}  // namespace ew
+
+namespace {
+
+using namespace ew;
+
+// Each Op maps a float, a double or a complex64_t to the same type.
+#define KILN_STD_UNARY(Name, fn)        \
+  struct Name {                         \
+    template <typename T>               \
+    static T apply(T x) {               \
+      return std::fn(x);                \
+    }                                   \
+  };
+KILN_STD_UNARY(TanOp, tan)
+KILN_STD_UNARY(TanhOp, tanh)
+KILN_STD_UNARY(SinhOp, sinh)
+KILN_STD_UNARY(CoshOp, cosh)
+KILN_STD_UNARY(ArcSinOp, asin)
+KILN_STD_UNARY(ArcCosOp, acos)
+KILN_STD_UNARY(ArcTanOp, atan)
+KILN_STD_UNARY(ArcSinhOp, asinh)
+KILN_STD_UNARY(ArcCoshOp, acosh)
+KILN_STD_UNARY(ArcTanhOp, atanh)
+KILN_STD_UNARY(SqrtOp, sqrt)
+KILN_STD_UNARY(LogOp, log)
+KILN_STD_UNARY(Log10Op, log10)
+#undef KILN_STD_UNARY
+
+struct RsqrtOp {
+  template <typename T>
+  static T apply(T x) {
+    return T(1) / std::sqrt(x);
+  }
+};
+
+struct ExpOp {
+  template <typename T>
+  static T apply(T x) {
+    if constexpr (is_complex_v<T>) return std::exp(x);
+    else return T(exp_f(static_cast<float>(x)));
+  }
+};
+
+struct Expm1Op {
+  template <typename T>
+  static T apply(T x) {
+    // MLX's complex expm1 resolves to the real overload: expm1 of the real part, imaginary part 0.
+    if constexpr (is_complex_v<T>) return T(std::expm1(x.real()), 0.0f);
+    else return std::expm1(x);
+  }
+};
+
+struct Log2Op {
+  template <typename T>
+  static T apply(T x) {
+    if constexpr (is_complex_v<T>) {
+      T l = std::log(x);
+      const float ln2 = static_cast<float>(M_LN2);
+      return T(l.real() / ln2, l.imag() / ln2);
+    } else {
+      return std::log2(x);
+    }
+  }
+};
+
+struct Log1pOp {
+  template <typename T>
+  static T apply(T x) {
+    if constexpr (is_complex_v<T>) return log1p_c(x);
+    else return std::log1p(x);
+  }
+};
+
+struct SinOp {
+  template <typename T>
+  static T apply(T x) {
+    if constexpr (is_complex_v<T>) return std::sin(x);
+    else return T(sincos_f<true>(x));
+  }
+};
+
+struct CosOp {
+  template <typename T>
+  static T apply(T x) {
+    if constexpr (is_complex_v<T>) return std::cos(x);
+    else return T(sincos_f<false>(x));
+  }
+};
+
+// 1/(1 + e^|x|) mirrored for x >= 0, which never overflows to NaN.
+struct SigmoidOp {
+  template <typename T>
+  static T apply(T x) {
+    if constexpr (is_complex_v<T>) {
+      // As in MLX: |x| drives the value and the lexicographic sign of x picks the branch.
+      float y = 1.0f / (1.0f + exp_f(std::abs(x)));
+      return T(cgt(T(0), x) ? y : 1.0f - y, 0.0f);
+    } else {
+      T e = static_cast<T>(exp_f(static_cast<float>(std::fabs(x))));
+      T y = T(1) / (T(1) + e);
+      return x < T(0) ? y : T(1) - y;
+    }
+  }
+};
+
+struct ErfOp {
+  template <typename T>
+  static T apply(T x) {
+    T r = T(erf_f(static_cast<float>(x)));
+    return x > T(0) ? r : -r;
+  }
+};
+
+struct ErfInvOp {
+  template <typename T>
+  static T apply(T x) {
+    return T(erfinv_f(static_cast<float>(x)));
+  }
+};
+
+template <typename Op>
+void fp_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  unary_fp<Op>(in[0], out[0]);
+}
+
+template <typename Op>
+void real_fp_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  unary_fp<Op, false>(in[0], out[0]);
+}
+
+// Log's state: base two 0, ten 1, e 2.
+void log_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
+  switch (n.state.i(0)) {
+    case 0: return unary_fp<Log2Op>(in[0], out[0]);
+    case 1: return unary_fp<Log10Op>(in[0], out[0]);
+    default: return unary_fp<LogOp>(in[0], out[0]);
+  }
+}
+
+std::vector<ArraySpec> log_infer(const State& st, const std::vector<ArraySpec>& in) {
+  int base = st.i(0);
+  if (base < 0 || base > 2) {
+    throw std::invalid_argument("[Log] Invalid base code " + std::to_string(base) + " (expected 0, 1 or 2).");
+  }
+  return inexact_unary_infer(st, in);
+}
+
+void sqrt_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
+  if (n.state.b(0)) unary_fp<RsqrtOp>(in[0], out[0]);
+  else unary_fp<SqrtOp>(in[0], out[0]);
+}
+
+}  // namespace
+
+namespace ew {
+
+void register_unary_math() {
+  const unsigned U = kUnary | kElementwise;
+  auto fp = [&](const char* name, CpuFn cpu, unsigned extra = 0) {
+    registry::define({.name = name,
+                      .fields = {},
+                      .min_inputs = 1,
+                      .max_inputs = 1,
+                      .flags = U | extra,
+                      .infer = inexact_unary_infer,
+                      .cpu = cpu});
+  };
+  fp("Exp", fp_cpu<ExpOp>);
+  fp("Expm1", fp_cpu<Expm1Op>, kNoCSE);
+  fp("Log1p", fp_cpu<Log1pOp>, kNoCSE);
+  fp("Sin", fp_cpu<SinOp>);
+  fp("Cos", fp_cpu<CosOp>);
+  fp("Tan", fp_cpu<TanOp>);
+  fp("Sinh", fp_cpu<SinhOp>);
+  fp("Cosh", fp_cpu<CoshOp>);
+  fp("Tanh", fp_cpu<TanhOp>);
+  fp("ArcSin", fp_cpu<ArcSinOp>);
+  fp("ArcCos", fp_cpu<ArcCosOp>);
+  fp("ArcTan", fp_cpu<ArcTanOp>);
+  fp("ArcSinh", fp_cpu<ArcSinhOp>);
+  fp("ArcCosh", fp_cpu<ArcCoshOp>);
+  fp("ArcTanh", fp_cpu<ArcTanhOp>);
+  fp("Sigmoid", fp_cpu<SigmoidOp>);
+  for (const char* name : {"Erf", "ErfInv"}) {
+    registry::define({.name = name,
+                      .fields = {},
+                      .min_inputs = 1,
+                      .max_inputs = 1,
+                      .flags = U,
+                      .infer = float_unary_infer,
+                      .cpu = std::string(name) == "Erf" ? real_fp_cpu<ErfOp> : real_fp_cpu<ErfInvOp>});
+  }
+  registry::define({.name = "Log",
+                    .fields = {{"base", FieldType::Int}},
+                    .min_inputs = 1,
+                    .max_inputs = 1,
+                    .flags = U,
+                    .infer = log_infer,
+                    .cpu = log_cpu,
+                    .display = [](const State& s) -> std::string {
+                      int b = s.i(0);
+                      return b == 0 ? "Log2" : (b == 1 ? "Log10" : "Log");
+                    }});
+  registry::define({.name = "Sqrt",
+                    .fields = {{"recip", FieldType::Bool}},
+                    .min_inputs = 1,
+                    .max_inputs = 1,
+                    .flags = U,
+                    .infer = inexact_unary_infer,
+                    .cpu = sqrt_cpu,
+                    .display = [](const State& s) -> std::string { return s.b(0) ? "Rsqrt" : "Sqrt"; }});
+}
+
+}  // namespace ew
+
+}  // namespace kiln

@@ -1,0 +1,187 @@
+// The reduction family's primitive rows: Reduce, ArgReduce, LogSumExp, Softmax, NumberOfElements.
+// Kernels live in reduce_cpu.cpp, arg_reduce_cpu.cpp and softmax.cpp; op builders in reduce_ops.cpp.
+#include "primitives/reduce.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+
+#include "backend/cpu/dispatch.h"
+#include "primitives/common.h"
+
+namespace kiln {
+
+namespace reduce {
+
+Dtype sum_dtype(Dtype t) {
+  if (t == bool_) return int32;
+  if (is_integral(t)) {
+    if (is_unsigned(t)) return t.size <= 4 ? uint32 : uint64;
+    return t.size <= 4 ? int32 : int64;
+  }
+  return t;
+}
+
+ReducePlan make_plan(const Shape& shape, const Strides& strides, const std::vector<int>& axes) {
+  ReducePlan p;
+  std::vector<char> is_red(shape.size(), 0);
+  for (int a : axes) is_red[a] = 1;
+  std::vector<Dim> red;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const int64_t n = shape[d];
+    (is_red[d] ? p.red_size : p.out_size) *= n;
+    if (n == 1) continue;
+    if (is_red[d]) {
+      red.push_back({n, strides[d]});
+    } else if (!p.kept.empty() && p.kept.back().stride == strides[d] * n) {
+      // Index i*n + j of the merged dim lands at the same place as (i, j): the output stays row-major.
+      p.kept.back().n *= n;
+      p.kept.back().stride = strides[d];
+    } else {
+      p.kept.push_back({n, strides[d]});
+    }
+  }
+  // The reduction order is free, so walk the reduced dims by decreasing stride and merge runs.
+  std::stable_sort(red.begin(), red.end(),
+                   [](const Dim& a, const Dim& b) { return std::llabs(a.stride) > std::llabs(b.stride); });
+  for (const Dim& d : red) {
+    if (!p.red.empty() && p.red.back().stride == d.stride * d.n) {
+      p.red.back().n *= d.n;
+      p.red.back().stride = d.stride;
+    } else {
+      p.red.push_back(d);
+    }
+  }
+  return p;
+}
+
+}  // namespace reduce
+
+namespace {
+
+using namespace reduce;
+
+[[noreturn]] void bad_state(const std::string& prim, const std::string& what) {
+  throw std::invalid_argument("[" + prim + "] " + what);
+}
+
+std::string ndim_msg(int axis, size_t ndim) {
+  std::ostringstream os;
+  os << "Invalid axis " << axis << " for an input with " << ndim << " dimensions.";
+  return os.str();
+}
+
+const char* reduce_name(const State& s) {
+  static const char* names[] = {"And", "Or", "Sum", "Prod", "Min", "Max"};
+  int t = s.i(0);
+  return t >= 0 && t < 6 ? names[t] : "Reduce";
+}
+
+std::vector<ArraySpec> reduce_infer(const State& st, const std::vector<ArraySpec>& in) {
+  const int type = st.i(0);
+  if (type < And || type > Max) bad_state("Reduce", "Unknown reduce type " + std::to_string(type) + ".");
+  const auto& axes = st.ints(1);
+  Shape shape = in[0].shape;
+  int prev = -1;
+  for (int a : axes) {
+    if (a < 0 || a >= static_cast<int>(shape.size())) bad_state("Reduce", ndim_msg(a, shape.size()));
+    if (a <= prev) bad_state("Reduce", "Axes must be strictly increasing.");
+    prev = a;
+    shape[a] = 1;
+  }
+  Dtype t = in[0].dtype;
+  if (type == And || type == Or) t = bool_;
+  if (type == Sum || type == Prod) t = sum_dtype(t);
+  return {{shape, t}};
+}
+
+std::vector<ArraySpec> arg_reduce_infer(const State& st, const std::vector<ArraySpec>& in) {
+  const int type = st.i(0);
+  if (type != ArgMin && type != ArgMax) bad_state("ArgReduce", "Unknown arg-reduce type " + std::to_string(type) + ".");
+  const int axis = st.i(1);
+  Shape shape = in[0].shape;
+  if (axis < 0 || axis >= static_cast<int>(shape.size())) bad_state("ArgReduce", ndim_msg(axis, shape.size()));
+  shape[axis] = 1;
+  return {{shape, uint32}};
+}
+
+void require_float_last_axis(const char* prim, const ArraySpec& in) {
+  if (in.shape.empty()) bad_state(prim, "The input must have at least one dimension.");
+  if (!is_floating_point(in.dtype)) {
+    bad_state(prim, "Only defined for floating point types, found " + dtype_name(in.dtype) + ".");
+  }
+}
+
+std::vector<ArraySpec> logsumexp_infer(const State&, const std::vector<ArraySpec>& in) {
+  require_float_last_axis("LogSumExp", in[0]);
+  Shape shape = in[0].shape;
+  shape.back() = 1;
+  return {{shape, in[0].dtype}};
+}
+
+std::vector<ArraySpec> softmax_infer(const State&, const std::vector<ArraySpec>& in) {
+  require_float_last_axis("Softmax", in[0]);
+  return {in[0]};
+}
+
+std::vector<ArraySpec> number_of_elements_infer(const State& st, const std::vector<ArraySpec>& in) {
+  for (int a : st.ints(0)) {
+    if (a < 0 || a >= static_cast<int>(in[0].shape.size())) {
+      bad_state("NumberOfElements", ndim_msg(a, in[0].shape.size()));
+    }
+  }
+  return {{Shape{}, st.get<Dtype>(2)}};
+}
+
+void number_of_elements_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
+  double n = 1;
+  for (int a : node.state.ints(0)) n *= in[0].shape()[a];
+  if (node.state.b(1)) n = 1.0 / n;
+  out[0].alloc();
+  cpu::dispatch_all(out[0].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    *out[0].data<T>() = cpu::cast_to<T>(n);
+  });
+}
+
+}  // namespace
+
+namespace primitives {
+void register_reduce() {
+  registry::define({.name = "Reduce",
+                    .fields = {{"type", FieldType::Int}, {"axes", FieldType::IntVec}},
+                    .min_inputs = 1,
+                    .max_inputs = 1,
+                    .flags = kReduction,
+                    .infer = reduce_infer,
+                    .cpu = reduce_cpu,
+                    .display = [](const State& s) { return std::string(reduce_name(s)); }});
+  registry::define({.name = "ArgReduce",
+                    .fields = {{"type", FieldType::Int}, {"axis", FieldType::Int}},
+                    .min_inputs = 1,
+                    .max_inputs = 1,
+                    .flags = kReduction,
+                    .infer = arg_reduce_infer,
+                    .cpu = arg_reduce_cpu});
+  registry::define({.name = "LogSumExp",
+                    .min_inputs = 1,
+                    .max_inputs = 1,
+                    .flags = kReduction,
+                    .infer = logsumexp_infer,
+                    .cpu = logsumexp_cpu});
+  registry::define({.name = "Softmax",
+                    .fields = {{"precise", FieldType::Bool}},
+                    .min_inputs = 1,
+                    .max_inputs = 1,
+                    .infer = softmax_infer,
+                    .cpu = softmax_cpu});
+  registry::define({.name = "NumberOfElements",
+                    .fields = {{"axes", FieldType::IntVec}, {"inverted", FieldType::Bool}, {"dtype", FieldType::DtypeF}},
+                    .min_inputs = 1,
+                    .max_inputs = 1,
+                    .infer = number_of_elements_infer,
+                    .cpu = number_of_elements_cpu});
+}
+}  // namespace primitives
+
+}  // namespace kiln

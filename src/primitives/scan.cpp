@@ -1,0 +1,280 @@
+// The Scan primitive (cumulative Max, Min, Sum, Prod, LogAddExp along one axis) and its ops.
+//
+// The kernel views the contiguous input as (outer, n, inner) around the axis. With inner == 1 every row
+// is an independent sequential scan; otherwise the axis is walked once and a block of `inner` running
+// values is updated with an element-wise loop. Element rules follow MLX's CPU backend: the running value
+// is `y`, the next input `x`; max keeps `x < y ? y : x` and min `x < y ? x : y` (so cummin propagates a
+// NaN and cummax does not), an exclusive scan starts from the identity (+-inf for floating max/min,
+// the type's limits otherwise). float16/bfloat16 run in float and round each output once.
+#include <cmath>
+#include <memory>
+#include <limits>
+#include <sstream>
+
+#include "backend/cpu/dispatch.h"
+#include "backend/cpu/loops.h"
+#include "backend/cpu/threading.h"
+#include "kiln/ops/reduce.h"
+#include "kiln/ops/shape.h"
+#include "primitives/common.h"
+#include "primitives/reduce.h"
+
+namespace kiln {
+
+namespace {
+
+using namespace reduce;
+
+template <typename A>
+inline bool less(const A& a, const A& b) {
+  if constexpr (cpu::is_complex_v<A>) return b.real() > a.real() || (b.real() == a.real() && b.imag() > a.imag());
+  else return a < b;
+}
+
+// Wrapping integer arithmetic (no signed-overflow UB); bool stays logical.
+template <typename A>
+inline A wrap_add(A a, A b) {
+  if constexpr (std::is_same_v<A, bool>) return a || b;
+  else if constexpr (std::is_integral_v<A>) return static_cast<A>(std::make_unsigned_t<A>(a) + std::make_unsigned_t<A>(b));
+  else return a + b;
+}
+template <typename A>
+inline A wrap_mul(A a, A b) {
+  if constexpr (std::is_same_v<A, bool>) return a && b;
+  else if constexpr (std::is_integral_v<A>) return static_cast<A>(std::make_unsigned_t<A>(a) * std::make_unsigned_t<A>(b));
+  else return a * b;
+}
+
+template <typename A>
+inline A logaddexp(A y, A x) {
+  if constexpr (std::is_floating_point_v<A>) {
+    A mx = (y != y) ? y : (y > x ? y : x);
+    A mn = (y != y) ? y : (y < x ? y : x);
+    if (mn == -std::numeric_limits<A>::infinity() || mx == std::numeric_limits<A>::infinity()) return mx;
+    return mx + std::log1p(std::exp(mn - mx));
+  } else if constexpr (cpu::is_complex_v<A>) {
+    A mx = less(y, x) ? x : y;
+    A mn = less(y, x) ? y : x;
+    return mx + std::log(A(1.0f) + std::exp(mn - mx));
+  } else if constexpr (std::is_same_v<A, bool>) {
+    return y || x;  // what MLX 0.30.1 computes for bool
+  } else {
+    // Integers go through the same formula in the integer type, as MLX does: the difference wraps,
+    // exp (in float) and log1p truncate to the type.
+    A mx = y > x ? y : x;
+    A mn = y < x ? y : x;
+    A diff = static_cast<A>(std::make_unsigned_t<A>(mn) - std::make_unsigned_t<A>(mx));
+    A e = cpu::cast_to<A>(std::exp(static_cast<float>(diff)));
+    A l = cpu::cast_to<A>(std::log1p(static_cast<double>(e)));
+    return wrap_add<A>(mx, l);
+  }
+}
+
+template <typename A, int Type>
+inline A scan_step(A y, A x) {
+  if constexpr (Type == ScanSum) return wrap_add(y, x);
+  else if constexpr (Type == ScanProd) return wrap_mul(y, x);
+  else if constexpr (Type == ScanMax) return less(x, y) ? y : x;
+  else if constexpr (Type == ScanMin) return less(x, y) ? x : y;
+  else return logaddexp(y, x);
+}
+
+template <typename A, int Type, bool Floating>
+A scan_init() {
+  if constexpr (Type == ScanSum) return A(0);
+  else if constexpr (Type == ScanProd) return A(1);
+  else if constexpr (cpu::is_complex_v<A>) return A(0);  // MLX uses numeric_limits, which is 0 for complex
+  else if constexpr (Floating) {
+    return Type == ScanMin ? std::numeric_limits<A>::infinity() : -std::numeric_limits<A>::infinity();
+  } else {
+    return Type == ScanMin ? std::numeric_limits<A>::max() : std::numeric_limits<A>::min();
+  }
+}
+
+// T: input type, U: output type, A: running value type.
+template <typename T, typename U, int Type>
+void run_scan(const array& in, array& out, int axis, bool reverse, bool inclusive) {
+  using A = std::conditional_t<cpu::is_half_v<U>, float, U>;
+  constexpr bool floating = cpu::is_float_v<T>;
+  const array x = cpu::contiguous_copy(in);
+  out.alloc();
+  if (x.size() == 0) return;
+  const T* src = x.data<T>();
+  U* dst = out.data<U>();
+  const int64_t n = x.shape()[axis];
+  int64_t inner = 1;
+  for (size_t d = axis + 1; d < x.ndim(); ++d) inner *= x.shape()[d];
+  const int64_t outer = static_cast<int64_t>(x.size()) / (n * inner);
+  const A init = scan_init<A, Type, floating>();
+  const int64_t first = reverse ? n - 1 : 0;
+  const int64_t step = reverse ? -1 : 1;
+  if (inner == 1) {
+    const size_t grain = std::max<size_t>(1, cpu::kGrainCheap / static_cast<size_t>(n));
+    cpu::parallel_for(static_cast<size_t>(outer), grain, [&](size_t b, size_t e) {
+      for (size_t r = b; r < e; ++r) {
+        const T* xs = src + r * n;
+        U* ys = dst + r * n;
+        int64_t i = first;
+        A y;
+        if (inclusive) {
+          y = static_cast<A>(xs[i]);
+          ys[i] = static_cast<U>(y);
+        } else {
+          y = init;
+          ys[i] = static_cast<U>(y);
+          y = scan_step<A, Type>(y, static_cast<A>(xs[i]));
+        }
+        for (int64_t k = 1; k < n; ++k) {
+          i += step;
+          if (inclusive) {
+            y = scan_step<A, Type>(y, static_cast<A>(xs[i]));
+            ys[i] = static_cast<U>(y);
+          } else {
+            ys[i] = static_cast<U>(y);
+            y = scan_step<A, Type>(y, static_cast<A>(xs[i]));
+          }
+        }
+      }
+    });
+    return;
+  }
+  constexpr int64_t kChunk = 1024;
+  const int64_t chunk = std::min(kChunk, inner);
+  const int64_t nchunks = (inner + chunk - 1) / chunk;
+  const size_t grain = std::max<size_t>(1, cpu::kGrainCheap / static_cast<size_t>(chunk * n));
+  cpu::parallel_for(static_cast<size_t>(outer * nchunks), grain, [&](size_t b, size_t e) {
+    std::unique_ptr<A[]> y(new A[static_cast<size_t>(chunk)]);  // not vector: A may be bool
+    for (size_t t = b; t < e; ++t) {
+      const int64_t o = static_cast<int64_t>(t) / nchunks;
+      const int64_t j0 = (static_cast<int64_t>(t) % nchunks) * chunk;
+      const int64_t len = std::min(chunk, inner - j0);
+      const T* xs = src + o * n * inner + j0;
+      U* ys = dst + o * n * inner + j0;
+      int64_t i = first;
+      for (int64_t j = 0; j < len; ++j) {
+        A x0 = static_cast<A>(xs[i * inner + j]);
+        y[j] = inclusive ? x0 : init;
+        ys[i * inner + j] = static_cast<U>(y[j]);
+        if (!inclusive) y[j] = scan_step<A, Type>(y[j], x0);
+      }
+      for (int64_t k = 1; k < n; ++k) {
+        i += step;
+        const T* xr = xs + i * inner;
+        U* yr = ys + i * inner;
+        if (inclusive) {
+          for (int64_t j = 0; j < len; ++j) {
+            y[j] = scan_step<A, Type>(y[j], static_cast<A>(xr[j]));
+            yr[j] = static_cast<U>(y[j]);
+          }
+        } else {
+          for (int64_t j = 0; j < len; ++j) {
+            yr[j] = static_cast<U>(y[j]);
+            y[j] = scan_step<A, Type>(y[j], static_cast<A>(xr[j]));
+          }
+        }
+      }
+    }
+  });
+}
+
+template <typename T, typename U>
+void scan_dispatch(int type, const array& in, array& out, int axis, bool reverse, bool inclusive) {
+  switch (type) {
+    case ScanMax: return run_scan<T, U, ScanMax>(in, out, axis, reverse, inclusive);
+    case ScanMin: return run_scan<T, U, ScanMin>(in, out, axis, reverse, inclusive);
+    case ScanSum: return run_scan<T, U, ScanSum>(in, out, axis, reverse, inclusive);
+    case ScanProd: return run_scan<T, U, ScanProd>(in, out, axis, reverse, inclusive);
+    default: return run_scan<T, U, ScanLogAddExp>(in, out, axis, reverse, inclusive);
+  }
+}
+
+Dtype scan_dtype(int type, Dtype in) { return (type == ScanSum && in == bool_) ? int32 : in; }
+
+void scan_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
+  const int type = node.state.i(0);
+  const int axis = node.state.i(1);
+  const bool reverse = node.state.b(2);
+  const bool inclusive = node.state.b(3);
+  const Dtype natural = scan_dtype(type, in[0].dtype());
+  // A recorded dtype other than the natural one goes through a temporary and a conversion.
+  array target = out[0].dtype() == natural ? out[0] : array(out[0].shape(), natural, nullptr, 0);
+  if (natural == int32 && in[0].dtype() == bool_) {
+    scan_dispatch<bool, int32_t>(type, in[0], target, axis, reverse, inclusive);
+  } else {
+    cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      scan_dispatch<T, T>(type, in[0], target, axis, reverse, inclusive);
+    });
+  }
+  if (!target.is_same(out[0])) {
+    out[0].alloc();
+    convert_values(target.raw_data(), natural, out[0].raw_data(), out[0].dtype(), out[0].size());
+  }
+}
+
+std::vector<ArraySpec> scan_infer(const State& st, const std::vector<ArraySpec>& in) {
+  const int type = st.i(0);
+  const int axis = st.i(1);
+  if (type < ScanMax || type > ScanLogAddExp) {
+    throw std::invalid_argument("[Scan] Unknown scan type " + std::to_string(type) + ".");
+  }
+  if (axis < 0 || axis >= static_cast<int>(in[0].shape.size())) {
+    std::ostringstream os;
+    os << "[Scan] Invalid axis " << axis << " for an input with " << in[0].shape.size() << " dimensions.";
+    throw std::invalid_argument(os.str());
+  }
+  return {{in[0].shape, scan_dtype(type, in[0].dtype)}};
+}
+
+std::string scan_name(const State& s) {
+  static const char* names[] = {"CumMax", "CumMin", "CumSum", "CumProd", "CumLogAddExp"};
+  int t = s.i(0);
+  return t >= 0 && t < 5 ? names[t] : "Scan";
+}
+
+array scan_op(const array& a, int axis, bool reverse, bool inclusive, ScanType type, const char* api, StreamOrDevice s) {
+  const int nd = static_cast<int>(a.ndim());
+  if (axis >= nd || axis < -nd) {
+    std::ostringstream os;
+    os << "[" << api << "] Axis " << axis << " is out of bounds for array with " << nd << " dimensions.";
+    throw std::invalid_argument(os.str());
+  }
+  if (axis < 0) axis += nd;
+  static const PrimitiveDef& d = detail::def("Scan");
+  return make_array(d, State{static_cast<int32_t>(type), static_cast<int32_t>(axis), reverse, inclusive}, {a},
+                    {{a.shape(), scan_dtype(type, a.dtype())}}, to_stream(s));
+}
+
+}  // namespace
+
+namespace primitives {
+void register_scan() {
+  registry::define({.name = "Scan",
+                    .fields = {{"type", FieldType::Int},
+                               {"axis", FieldType::Int},
+                               {"reverse", FieldType::Bool},
+                               {"inclusive", FieldType::Bool}},
+                    .min_inputs = 1,
+                    .max_inputs = 1,
+                    .infer = scan_infer,
+                    .cpu = scan_cpu,
+                    .display = scan_name,
+                    .shapeless = false});
+}
+}  // namespace primitives
+
+#define KILN_SCAN_OPS(NAME, TYPE)                                                               \
+  array NAME(const array& a, int axis, bool reverse, bool inclusive, StreamOrDevice s) {       \
+    return scan_op(a, axis, reverse, inclusive, TYPE, #NAME, s);                                \
+  }                                                                                             \
+  array NAME(const array& a, bool reverse, bool inclusive, StreamOrDevice s) {                  \
+    return scan_op(flatten(a, s), 0, reverse, inclusive, TYPE, #NAME, s);                       \
+  }
+KILN_SCAN_OPS(cumsum, ScanSum)
+KILN_SCAN_OPS(cumprod, ScanProd)
+KILN_SCAN_OPS(cummax, ScanMax)
+KILN_SCAN_OPS(cummin, ScanMin)
+KILN_SCAN_OPS(logcumsumexp, ScanLogAddExp)
+#undef KILN_SCAN_OPS
+
+}  // namespace kiln

@@ -1,0 +1,40 @@
+// kiln ops: matrix products and related transforms. Names, signatures and defaults follow mlx/ops.h
+// (MLX 0.30.1). The decompositions (qr, svd, inv, ...) are in kiln/linalg.h, namespace kiln::linalg.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "kiln/array.h"
+
+namespace kiln {
+
+// Matrix product with NumPy semantics: 1-D operands are promoted to matrices and the inserted dim is
+// removed again; batch dims broadcast. Inputs must promote to an inexact type.
+array matmul(const array& a, const array& b, StreamOrDevice s = {});
+
+// alpha · (a @ b) + beta · c, with c broadcast to the product's shape.
+array addmm(array c, array a, array b, const float& alpha = 1.f, const float& beta = 1.f, StreamOrDevice s = {});
+
+// Matrix product with block masks (block_size 32 or 64): mask_out zeroes (bool) or scales (float)
+// output tiles; mask_lhs / mask_rhs do the same to the operands' tiles before the product.
+array block_masked_mm(array a, array b, int block_size, std::optional<array> mask_out = std::nullopt,
+                      std::optional<array> mask_lhs = std::nullopt, std::optional<array> mask_rhs = std::nullopt,
+                      StreamOrDevice s = {});
+
+// out[i] = a[lhs_indices[i]] @ b[rhs_indices[i]], the indices addressing the flattened batch dims.
+array gather_mm(array a, array b, std::optional<array> lhs_indices = std::nullopt,
+                std::optional<array> rhs_indices = std::nullopt, bool sorted_indices = false, StreamOrDevice s = {});
+
+// Walsh–Hadamard transform along the last axis, scaled by `scale` (default 1/sqrt(n)). The size must be
+// m·2^k with m in {1, 12, 20, 28}.
+array hadamard_transform(const array& a, std::optional<float> scale = std::nullopt, StreamOrDevice s = {});
+
+array tensordot(const array& a, const array& b, const int axis = 2, StreamOrDevice s = {});
+array tensordot(const array& a, const array& b, const std::vector<int>& axes_a, const std::vector<int>& axes_b,
+                StreamOrDevice s = {});
+array outer(const array& a, const array& b, StreamOrDevice s = {});
+array inner(const array& a, const array& b, StreamOrDevice s = {});
+array kron(const array& a, const array& b, StreamOrDevice s = {});
+
+}  // namespace kiln

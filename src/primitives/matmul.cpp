@@ -1,0 +1,387 @@
+// Matrix products through BLAS: the Matmul and AddMM primitives and the product ops built on them
+// (matmul, addmm, inner, outer, tensordot, kron). Operands whose strides BLAS can express (row- or
+// column-major with any leading dimension) are passed without copies; 16-bit floats are computed in
+// float32 and rounded once.
+#include <sstream>
+
+#include "kiln/ops/elementwise.h"
+#include "kiln/ops/linalg.h"
+#include "kiln/ops/shape.h"
+#include "primitives/common.h"
+#include "primitives/linalg_internal.h"
+
+namespace kiln {
+
+namespace {
+
+using namespace linalg_detail;
+
+std::string dims_message(const char* api, const Shape& a, const Shape& b) {
+  std::ostringstream os;
+  os << "[" << api << "] Last dimension of first input with shape " << a
+     << " must match second to last dimension of second input with shape " << b << ".";
+  return os.str();
+}
+
+// Output shape of a product of (..., M, K) and (..., K, N) whose batch dims broadcast.
+Shape product_shape(const char* api, const ArraySpec& a, const ArraySpec& b) {
+  if (a.shape.size() < 2 || b.shape.size() < 2) {
+    std::ostringstream os;
+    os << "[" << api << "] Expected inputs with at least 2 dimensions but found shapes " << a.shape << " and "
+       << b.shape << ".";
+    throw std::invalid_argument(os.str());
+  }
+  if (a.shape.back() != b.shape[b.shape.size() - 2]) throw std::invalid_argument(dims_message(api, a.shape, b.shape));
+  if (a.dtype != b.dtype) {
+    std::ostringstream os;
+    os << "[" << api << "] Expected inputs of one dtype but found " << a.dtype << " and " << b.dtype << ".";
+    throw std::invalid_argument(os.str());
+  }
+  Shape out = detail::broadcast_shapes(Shape(a.shape.begin(), a.shape.end() - 2), Shape(b.shape.begin(), b.shape.end() - 2));
+  out.push_back(a.shape[a.shape.size() - 2]);
+  out.push_back(b.shape.back());
+  return out;
+}
+
+void check_inexact(const char* api, Dtype t) {
+  if (!is_inexact(t)) {
+    std::ostringstream os;
+    os << "[" << api << "] Only inexact types are supported but found " << t << ".";
+    throw std::invalid_argument(os.str());
+  }
+}
+
+std::vector<ArraySpec> matmul_infer(const State&, const std::vector<ArraySpec>& in) {
+  Shape out = product_shape("matmul", in[0], in[1]);
+  check_inexact("matmul", in[0].dtype);
+  return {{out, in[0].dtype}};
+}
+
+std::vector<ArraySpec> addmm_infer(const State&, const std::vector<ArraySpec>& in) {
+  Shape out = product_shape("addmm", in[0], in[1]);
+  if (!is_floating_point(in[0].dtype) || in[2].dtype != in[0].dtype) {
+    std::ostringstream os;
+    os << "[addmm] Expected real floating point inputs of one dtype but found " << in[0].dtype << ", "
+       << in[1].dtype << " and " << in[2].dtype << ".";
+    throw std::invalid_argument(os.str());
+  }
+  if (detail::broadcast_shapes(in[2].shape, out) != out) {
+    throw std::invalid_argument("[addmm] input c must broadcast to the output shape");
+  }
+  return {{out, in[0].dtype}};
+}
+
+// Strides of `x` broadcast (right-aligned) to `shape`.
+Strides broadcast_strides(const array& x, const Shape& shape) {
+  Strides st(shape.size(), 0);
+  const int lead = static_cast<int>(shape.size() - x.ndim());
+  for (int i = 0; i < static_cast<int>(x.ndim()); ++i) st[lead + i] = x.shape()[i] == 1 ? 0 : x.strides()[i];
+  return st;
+}
+
+// Whether a's matrices follow one another row after row, so that with b shared by every batch entry
+// the whole batch is one (batch·M × K) product.
+template <typename C>
+bool rows_stack(const MatOperand<C>& a, const MatOperand<C>& b, const Shape& batch, int M) {
+  if (a.trans) return false;
+  for (auto s : b.batch_strides) {
+    if (s != 0) return false;
+  }
+  int64_t expect = static_cast<int64_t>(M) * a.ld;
+  for (int d = static_cast<int>(batch.size()) - 1; d >= 0; --d) {
+    if (batch[d] != 1 && a.batch_strides[d] != expect) return false;
+    expect *= batch[d];
+  }
+  return true;
+}
+
+// out = alpha · (A @ B) + beta · Cin (Cin optional), for storage type T.
+template <typename T>
+void product(const array& A, const array& B, const array* Cin, array& out, float alpha, float beta) {
+  using C = compute_t<T>;
+  out.alloc();
+  if (out.size() == 0) return;
+  const int nd = static_cast<int>(out.ndim());
+  const int M = out.shape()[nd - 2], N = out.shape()[nd - 1], K = A.shape()[A.ndim() - 1];
+  const Shape batch(out.shape().begin(), out.shape().end() - 2);
+  const int64_t nbatch = static_cast<int64_t>(out.size() / (static_cast<size_t>(M) * N));
+
+  std::shared_ptr<detail::Data> tmp;
+  C* dst;
+  if constexpr (std::is_same_v<C, T>) {
+    dst = out.data<T>();
+  } else {
+    tmp = detail::allocate(out.size() * sizeof(C));
+    dst = static_cast<C*>(tmp->ptr);
+  }
+  C cbeta(0);
+  if (Cin) {
+    strided_cast_copy<T, C>(base_ptr<T>(*Cin), out.shape(), broadcast_strides(*Cin, out.shape()), dst,
+                            row_major_strides(out.shape()));
+    cbeta = C(beta);
+  }
+  if (K == 0) {
+    // The product is zero: the result is beta · c (or zeros).
+    if (!Cin) {
+      std::fill(dst, dst + out.size(), C(0));
+    } else if (beta != 1.0f) {
+      for (size_t i = 0; i < out.size(); ++i) dst[i] *= cbeta;
+    }
+  } else {
+    MatOperand<C> a = prepare_operand<T, C>(A, batch);
+    MatOperand<C> b = prepare_operand<T, C>(B, batch);
+    if (nbatch > 1 && rows_stack(a, b, batch, M)) {
+      cpu::gemm(false, b.trans, static_cast<int>(nbatch * M), N, K, C(alpha), a.ptr, a.ld, b.ptr, b.ld, cbeta, dst, N);
+    } else {
+      batched_gemm<C>(
+          nbatch, M, N, K, C(alpha), a, b, cbeta, dst,
+          [&](int64_t i) { return batch_offset(i, batch, a.batch_strides); },
+          [&](int64_t i) { return batch_offset(i, batch, b.batch_strides); });
+    }
+  }
+  if constexpr (!std::is_same_v<C, T>) {
+    T* o = out.data<T>();
+    const size_t n = out.size();
+    cpu::parallel_for(n, cpu::kGrainCheap, [&](size_t s, size_t e) {
+      for (size_t i = s; i < e; ++i) o[i] = T(dst[i]);
+    });
+  }
+}
+
+template <typename F>
+void dispatch_inexact(Dtype t, const char* api, F&& f) {
+  switch (t.val) {
+    case Dtype::Val::float16: return f(float16_t{});
+    case Dtype::Val::bfloat16: return f(bfloat16_t{});
+    case Dtype::Val::float32: return f(float{});
+    case Dtype::Val::float64: return f(double{});
+    case Dtype::Val::complex64: return f(complex64_t{});
+    default:
+      throw std::invalid_argument(std::string("[") + api + "] Only inexact types are supported but found " +
+                                  dtype_name(t) + ".");
+  }
+}
+
+void matmul_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  dispatch_inexact(out[0].dtype(), "matmul", [&](auto tag) {
+    product<decltype(tag)>(in[0], in[1], nullptr, out[0], 1.0f, 0.0f);
+  });
+}
+
+void addmm_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
+  const float alpha = node.state.f(0), beta = node.state.f(1);
+  dispatch_inexact(out[0].dtype(), "addmm", [&](auto tag) {
+    product<decltype(tag)>(in[0], in[1], &in[2], out[0], alpha, beta);
+  });
+}
+
+}  // namespace
+
+namespace primitives {
+void register_matmul() {
+  registry::define({.name = "Matmul",
+                    .fields = {},
+                    .min_inputs = 2,
+                    .max_inputs = 2,
+                    .infer = matmul_infer,
+                    .cpu = matmul_cpu});
+  registry::define({.name = "AddMM",
+                    .fields = {{"alpha", FieldType::Float}, {"beta", FieldType::Float}},
+                    .min_inputs = 3,
+                    .max_inputs = 3,
+                    .infer = addmm_infer,
+                    .cpu = addmm_cpu,
+                    .shapeless = false});
+}
+}  // namespace primitives
+
+// ---- ops ----
+
+array matmul(const array& in_a, const array& in_b, StreamOrDevice s) {
+  array a = in_a, b = in_b;
+  if (a.ndim() == 0 || b.ndim() == 0) {
+    throw std::invalid_argument("[matmul] Got 0 dimension input. Inputs must have at least one dimension.");
+  }
+  // 1-D operands become a row (a) or a column (b); the inserted dim is squeezed at the end.
+  if (a.ndim() == 1) a = expand_dims(a, 0, s);
+  if (b.ndim() == 1) b = expand_dims(b, 1, s);
+  if (a.shape(-1) != b.shape(-2)) throw std::invalid_argument(dims_message("matmul", a.shape(), b.shape()));
+  Dtype t = promote_types(a.dtype(), b.dtype());
+  if (!is_inexact(t)) {
+    std::ostringstream os;
+    os << "[matmul] Only inexact types are supported but " << a.dtype() << " and " << b.dtype()
+       << " were provided which results in " << t << ", which is not a floating point type.";
+    throw std::invalid_argument(os.str());
+  }
+  a = astype(a, t, s);
+  b = astype(b, t, s);
+  // A batched a times a single matrix b is one tall product; otherwise the batch dims broadcast.
+  const bool fold = in_a.ndim() > 2 && in_b.ndim() <= 2;
+  if (fold) {
+    a = flatten(a, 0, -2, s);
+  } else if (in_b.ndim() > 2) {
+    auto ab = broadcast_arrays({a, b}, {-2, -1}, s);
+    a = ab[0];
+    b = ab[1];
+  }
+  Shape shape = a.shape();
+  shape.back() = b.shape(-1);
+  static const PrimitiveDef& d = detail::def("Matmul");
+  array out = make_array(d, {}, {a, b}, {{shape, t}}, to_stream(s));
+  if (fold) {
+    Shape lead(in_a.shape().begin(), in_a.shape().end() - 1);
+    out = unflatten(out, 0, lead, s);
+  }
+  std::vector<int> axes;
+  if (in_a.ndim() == 1) axes.push_back(static_cast<int>(out.ndim()) - 2);
+  if (in_b.ndim() == 1) axes.push_back(static_cast<int>(out.ndim()) - 1);
+  return axes.empty() ? out : squeeze(out, axes, s);
+}
+
+array addmm(array c, array a, array b, const float& alpha, const float& beta, StreamOrDevice s) {
+  const int a_nd = static_cast<int>(a.ndim()), b_nd = static_cast<int>(b.ndim());
+  if (a_nd == 0 || b_nd == 0) {
+    throw std::invalid_argument("[addmm] Got 0 dimension input. Inputs must have at least one dimension.");
+  }
+  Dtype t = promote_types(promote_types(a.dtype(), b.dtype()), c.dtype());
+  if (t == complex64) {
+    // No complex AddMM kernel in MLX: the op falls back to element-wise arithmetic.
+    return add(multiply(matmul(a, b, s), array(alpha), s), multiply(array(beta), c, s), s);
+  }
+  if (a_nd == 1) a = expand_dims(a, 0, s);
+  if (b_nd == 1) b = expand_dims(b, 1, s);
+  if (a.shape(-1) != b.shape(-2)) throw std::invalid_argument(dims_message("addmm", a.shape(), b.shape()));
+  if (!is_floating_point(t)) {
+    std::ostringstream os;
+    os << "[addmm] Only real floating point types are supported but " << c.dtype() << ", " << a.dtype() << " and "
+       << b.dtype() << " were provided which results in " << t << ", which is not a real floating point type.";
+    throw std::invalid_argument(os.str());
+  }
+  a = astype(a, t, s);
+  b = astype(b, t, s);
+  c = astype(c, t, s);
+  static const PrimitiveDef& d = detail::def("AddMM");
+  const State st{alpha, beta};
+
+  // A batched a, a matrix b and a vector (or scalar) c: one tall product.
+  if (a.ndim() > 2 && b.ndim() == 2 && c.ndim() <= 1) {
+    Shape final_shape = a.shape();
+    final_shape.back() = b.shape(-1);
+    if (b_nd == 1) final_shape.pop_back();
+    a = reshape(a, {-1, a.shape(-1)}, s);
+    Shape flat{a.shape(0), b.shape(1)};
+    c = broadcast_to(c, flat, s);
+    array out = make_array(d, st, {a, b, c}, {{flat, t}}, to_stream(s));
+    return reshape(out, final_shape, s);
+  }
+
+  if (a.ndim() > 2 || b.ndim() > 2) {
+    Shape batch = detail::broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - 2),
+                                           Shape(b.shape().begin(), b.shape().end() - 2));
+    Shape sa = batch, sb = batch;
+    sa.insert(sa.end(), a.shape().end() - 2, a.shape().end());
+    sb.insert(sb.end(), b.shape().end() - 2, b.shape().end());
+    a = broadcast_to(a, sa, s);
+    b = broadcast_to(b, sb, s);
+  }
+  Shape shape = a.shape();
+  shape.back() = b.shape(-1);
+  // c broadcasts against the result as the user sees it (without the dims inserted for 1-D operands).
+  Shape user_shape = shape;
+  if (a_nd == 1 || b_nd == 1) {
+    user_shape.erase(user_shape.end() - (a_nd == 1 ? 2 : 1), user_shape.end() - (b_nd == 1 ? 0 : 1));
+  }
+  c = broadcast_to(c, detail::broadcast_shapes(c.shape(), user_shape), s);
+  if (a_nd == 1 || b_nd == 1) {
+    Shape cs = c.shape();
+    if (b_nd == 1) cs.push_back(1);
+    if (a_nd == 1) cs.insert(cs.end() - 1, 1);
+    c = reshape(c, cs, s);
+  }
+  if (c.shape() != shape) throw std::invalid_argument("[addmm] input c must broadcast to the output shape");
+  array out = make_array(d, st, {a, b, c}, {{shape, t}}, to_stream(s));
+  std::vector<int> axes;
+  if (a_nd == 1) axes.push_back(static_cast<int>(out.ndim()) - 2);
+  if (b_nd == 1) axes.push_back(static_cast<int>(out.ndim()) - 1);
+  return axes.empty() ? out : squeeze(out, axes, s);
+}
+
+array tensordot(const array& a, const array& b, const int axis, StreamOrDevice s) {
+  if (axis < 0) throw std::invalid_argument("[tensordot] axis must be greater or equal to 0.");
+  if (axis > static_cast<int>(std::min(a.ndim(), b.ndim()))) {
+    throw std::invalid_argument("[tensordot] axis must be less than the number of dimensions of a and b.");
+  }
+  std::vector<int> axes_a, axes_b;
+  for (int i = 0; i < axis; ++i) {
+    axes_a.push_back(i - axis);
+    axes_b.push_back(i);
+  }
+  return tensordot(a, b, axes_a, axes_b, s);
+}
+
+array tensordot(const array& a, const array& b, const std::vector<int>& axes_a, const std::vector<int>& axes_b,
+                StreamOrDevice s) {
+  if (axes_a.size() != axes_b.size()) throw std::invalid_argument("[tensordot] axes must have the same size.");
+  const int na = static_cast<int>(a.ndim()), nb = static_cast<int>(b.ndim());
+  int csize = 1;
+  std::vector<bool> contracted_a(na, false), contracted_b(nb, false);
+  for (size_t i = 0; i < axes_a.size(); ++i) {
+    if (a.shape(axes_a[i]) != b.shape(axes_b[i])) {
+      throw std::invalid_argument("[tensordot] a and b must have the same shape on the contracted axes.");
+    }
+    csize *= a.shape(axes_a[i]);
+    contracted_a[axes_a[i] < 0 ? axes_a[i] + na : axes_a[i]] = true;
+    contracted_b[axes_b[i] < 0 ? axes_b[i] + nb : axes_b[i]] = true;
+  }
+  // a's free axes then its contracted ones; b's contracted axes then its free ones.
+  std::vector<int> perm_a, perm_b;
+  Shape out_shape;
+  int free_a = 1, free_b = 1;
+  for (int i = 0; i < na; ++i) {
+    if (!contracted_a[i]) {
+      perm_a.push_back(i);
+      free_a *= a.shape(i);
+      out_shape.push_back(a.shape(i));
+    }
+  }
+  perm_a.insert(perm_a.end(), axes_a.begin(), axes_a.end());
+  perm_b.assign(axes_b.begin(), axes_b.end());
+  for (int i = 0; i < nb; ++i) {
+    if (!contracted_b[i]) {
+      perm_b.push_back(i);
+      free_b *= b.shape(i);
+      out_shape.push_back(b.shape(i));
+    }
+  }
+  array x = reshape(transpose(a, perm_a, s), {free_a, csize}, s);
+  array y = reshape(transpose(b, perm_b, s), {csize, free_b}, s);
+  return reshape(matmul(x, y, s), out_shape, s);
+}
+
+array outer(const array& a, const array& b, StreamOrDevice s) {
+  return multiply(reshape(a, {static_cast<int>(a.size()), 1}, s), flatten(b, s), s);
+}
+
+array inner(const array& a, const array& b, StreamOrDevice s) {
+  if (a.ndim() == 0 || b.ndim() == 0) return multiply(a, b, s);
+  if (a.shape(-1) != b.shape(-1)) throw std::invalid_argument("[inner] a and b must have the same last dimension.");
+  return tensordot(a, b, {-1}, {-1}, s);
+}
+
+array kron(const array& a, const array& b, StreamOrDevice s) {
+  if (a.size() == 0 || b.size() == 0) throw std::invalid_argument("[kron] Input arrays cannot be empty.");
+  // Interleave the axes: a's sizes at even positions, b's at odd ones, then merge each pair.
+  const int nd = static_cast<int>(std::max(a.ndim(), b.ndim()));
+  Shape sa(2 * nd, 1), sb(2 * nd, 1), out(nd, 1);
+  for (int j = static_cast<int>(a.ndim()) - 1, i = nd - 1; j >= 0; --j, --i) {
+    sa[2 * i] = a.shape(j);
+    out[i] *= a.shape(j);
+  }
+  for (int j = static_cast<int>(b.ndim()) - 1, i = nd - 1; j >= 0; --j, --i) {
+    sb[2 * i + 1] = b.shape(j);
+    out[i] *= b.shape(j);
+  }
+  return reshape(multiply(reshape(a, sa, s), reshape(b, sb, s), s), out, s);
+}
+
+}  // namespace kiln

@@ -2,7 +2,9 @@
 // mlx/ops.h.
 #pragma once
 
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/array.h"
@@ -36,7 +38,16 @@ array zeros_like(const array& a, StreamOrDevice s = {});
 array ones(const Shape& shape, Dtype dtype, StreamOrDevice s = {});
 inline array ones(const Shape& shape, StreamOrDevice s = {}) { return ones(shape, float32, s); }
 array ones_like(const array& a, StreamOrDevice s = {});
-array full_like(const array& a, const array& vals, StreamOrDevice s = {});
+array full_like(const array& a, array vals, Dtype dtype, StreamOrDevice s = {});
+array full_like(const array& a, array vals, StreamOrDevice s = {});
+template <typename T>
+array full_like(const array& a, T val, Dtype dtype, StreamOrDevice s = {}) {
+  return full_like(a, array(val, dtype), dtype, s);
+}
+template <typename T>
+array full_like(const array& a, T val, StreamOrDevice s = {}) {
+  return full_like(a, array(val, a.dtype()), s);
+}
 array eye(int n, int m, int k, Dtype dtype, StreamOrDevice s = {});
 inline array eye(int n, Dtype dtype, StreamOrDevice s = {}) { return eye(n, n, 0, dtype, s); }
 inline array eye(int n, int m, StreamOrDevice s = {}) { return eye(n, m, 0, float32, s); }
@@ -60,19 +71,39 @@ array squeeze(const array& a, StreamOrDevice s = {});
 array expand_dims(const array& a, const std::vector<int>& axes, StreamOrDevice s = {});
 array expand_dims(const array& a, int axis, StreamOrDevice s = {});
 array transpose(const array& a, std::vector<int> axes, StreamOrDevice s = {});
+inline array transpose(const array& a, std::initializer_list<int> axes, StreamOrDevice s = {}) {
+  return transpose(a, std::vector<int>(axes), s);
+}
 array transpose(const array& a, StreamOrDevice s = {});
 array swapaxes(const array& a, int axis1, int axis2, StreamOrDevice s = {});
 array moveaxis(const array& a, int source, int destination, StreamOrDevice s = {});
 array broadcast_to(const array& a, const Shape& shape, StreamOrDevice s = {});
 std::vector<array> broadcast_arrays(const std::vector<array>& inputs, StreamOrDevice s = {});
+// Broadcast all but the trailing `ignore_axes` (negative, increasing), which keep each input's sizes.
+// Internal in MLX (used by matmul-like ops); under a shapeless trace it emits BroadcastAxes.
+std::vector<array> broadcast_arrays(const std::vector<array>& inputs, std::vector<int> ignore_axes,
+                                    StreamOrDevice s = {});
+// NumPy broadcasting of two shapes; throws "[broadcast_shapes] Shapes (a) and (b) cannot be broadcast."
+Shape broadcast_shapes(const Shape& a, const Shape& b);
+// Coordinate arrays from coordinate vectors; indexing "xy" (Cartesian) or "ij" (matrix).
+std::vector<array> meshgrid(const std::vector<array>& arrays, bool sparse = false, const std::string& indexing = "xy",
+                            StreamOrDevice s = {});
 array as_strided(array a, Shape shape, Strides strides, size_t offset, StreamOrDevice s = {});
 array contiguous(const array& a, bool allow_col_major = false, StreamOrDevice s = {});
 array atleast_1d(const array& a, StreamOrDevice s = {});
+std::vector<array> atleast_1d(const std::vector<array>& a, StreamOrDevice s = {});
 array atleast_2d(const array& a, StreamOrDevice s = {});
+std::vector<array> atleast_2d(const std::vector<array>& a, StreamOrDevice s = {});
 array atleast_3d(const array& a, StreamOrDevice s = {});
+std::vector<array> atleast_3d(const std::vector<array>& a, StreamOrDevice s = {});
 
 // ---- slicing ----
 array slice(const array& a, Shape start, Shape stop, Shape strides, StreamOrDevice s = {});
+// Braced starts pick the static form (an initializer list could also make an array).
+inline array slice(const array& a, std::initializer_list<int> start, Shape stop, Shape strides,
+                   StreamOrDevice s = {}) {
+  return slice(a, Shape(start.begin(), start.end()), std::move(stop), std::move(strides), s);
+}
 array slice(const array& a, Shape start, Shape stop, StreamOrDevice s = {});
 // Dynamic start (an integer array, one entry per axis in `axes`).
 array slice(const array& a, const array& start, std::vector<int> axes, Shape slice_size, StreamOrDevice s = {});
@@ -98,6 +129,7 @@ array roll(const array& a, int shift, StreamOrDevice s = {});
 array roll(const array& a, const Shape& shift, StreamOrDevice s = {});
 array roll(const array& a, int shift, int axis, StreamOrDevice s = {});
 array roll(const array& a, int shift, const std::vector<int>& axes, StreamOrDevice s = {});
+array roll(const array& a, const Shape& shift, int axis, StreamOrDevice s = {});
 array roll(const array& a, const Shape& shift, const std::vector<int>& axes, StreamOrDevice s = {});
 // mode: "constant" or "edge".
 array pad(const array& a, const std::vector<int>& axes, const Shape& low_pad_size, const Shape& high_pad_size,

@@ -1,0 +1,707 @@
+// Shape primitives that re-describe their input without moving data: Reshape, Transpose, Broadcast,
+// BroadcastAxes, ExpandDims, Squeeze, Flatten, Unflatten, AsStrided and Contiguous. Their kernels share
+// the input's buffer (array::set_view); only a reshape of data that no strides can describe copies.
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+#include "backend/cpu/loops.h"
+#include "kiln/ops/elementwise.h"
+#include "kiln/ops/shape.h"
+#include "primitives/common.h"
+#include "primitives/shape_internal.h"
+#include "trace/mode.h"
+
+namespace kiln {
+
+namespace {
+
+using detail::shape_str;
+
+[[noreturn]] void fail(const std::string& msg) { throw std::invalid_argument(msg); }
+
+std::string join(const std::vector<int>& v) { return shape_str(Shape(v.begin(), v.end())); }
+
+// ---- Reshape (also serves Flatten and Unflatten, whose outputs are reshapes) ----
+
+// The shape a reshape of `in_size` elements to `shape` produces, with the -1 entry resolved.
+Shape resolve_reshape(size_t in_size, Shape shape) {
+  int infer_idx = -1;
+  uint64_t size = 1;
+  bool negative = false, overflow = false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (infer_idx >= 0) fail("[reshape] Reshape can only infer one dimension.");
+      infer_idx = static_cast<int>(i);
+    } else if (shape[i] < 0) {
+      negative = true;
+    } else if (shape[i] > 0 && size > (uint64_t(1) << 62) / static_cast<uint64_t>(shape[i])) {
+      overflow = true;
+    } else {
+      size *= static_cast<uint64_t>(shape[i]);
+    }
+  }
+  if (infer_idx >= 0 && !negative && !overflow) {
+    if (size == 0) fail("[reshape] Cannot infer the shape of an empty array");
+    uint64_t d = in_size / size;
+    if (d <= static_cast<uint64_t>(INT32_MAX)) shape[infer_idx] = static_cast<int32_t>(d);
+    size *= d;
+  }
+  if (negative || overflow || size != in_size) {
+    fail("[reshape] Cannot reshape array of size " + std::to_string(in_size) + " into shape " + shape_str(shape) + ".");
+  }
+  return shape;
+}
+
+std::vector<ArraySpec> reshape_infer(const State& st, const std::vector<ArraySpec>& in) {
+  size_t n = shape_size(in[0].shape, "reshape");
+  return {{resolve_reshape(n, st.get<std::vector<int32_t>>(0)), in[0].dtype}};
+}
+
+// Strides that let `out_shape` view the data of `in` without a copy, if any exist (the input's
+// dimensions must split or merge only where they are laid out contiguously).
+bool nocopy_strides(const array& in, const Shape& out_shape, Strides& out_st) {
+  std::vector<int64_t> od, os;
+  for (size_t i = 0; i < in.ndim(); ++i) {
+    if (in.shape()[i] != 1) {
+      od.push_back(in.shape()[i]);
+      os.push_back(in.strides()[i]);
+    }
+  }
+  const int on = static_cast<int>(od.size()), nn = static_cast<int>(out_shape.size());
+  out_st.assign(nn, 0);
+  int oi = 0, oj = 1, ni = 0, nj = 1;
+  while (ni < nn && oi < on) {
+    int64_t np = out_shape[ni], op = od[oi];
+    while (np != op) {
+      if (np < op) {
+        if (nj >= nn) return false;
+        np *= out_shape[nj++];
+      } else {
+        if (oj >= on) return false;
+        op *= od[oj++];
+      }
+    }
+    for (int k = oi; k < oj - 1; ++k) {
+      if (os[k] != od[k + 1] * os[k + 1]) return false;
+    }
+    out_st[nj - 1] = os[oj - 1];
+    for (int k = nj - 1; k > ni; --k) out_st[k - 1] = out_st[k] * out_shape[k];
+    ni = nj++;
+    oi = oj++;
+  }
+  return true;
+}
+
+void reshape_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  const array& a = in[0];
+  array& o = out[0];
+  if (a.row_contiguous() || o.size() == 0) {
+    o.set_view(a, row_major_strides(o.shape()), a.offset());
+    return;
+  }
+  Strides st;
+  if (nocopy_strides(a, o.shape(), st)) {
+    o.set_view(a, std::move(st), a.offset());
+    return;
+  }
+  // Copy in the input's logical order (the shapes differ, so the copy walks the input's shape).
+  o.alloc();
+  cpu::copy_into(a, o, row_major_strides(a.shape()), 0);
+}
+
+// ---- Transpose ----
+
+Shape transpose_shape(const Shape& in, const std::vector<int32_t>& axes, const char* api) {
+  const int nd = static_cast<int>(in.size());
+  if (static_cast<int>(axes.size()) != nd) {
+    fail(std::string("[") + api + "] Recived " + std::to_string(axes.size()) + " axes for array with " +
+         std::to_string(nd) + " dimensions.");
+  }
+  std::vector<char> seen(nd, 0);
+  Shape out(nd);
+  for (int i = 0; i < nd; ++i) {
+    int ax = axes[i];
+    if (ax < 0 || ax >= nd) {
+      fail(std::string("[") + api + "] Invalid axis (" + std::to_string(ax) + ") for array with " +
+           std::to_string(nd) + " dimensions.");
+    }
+    if (seen[ax]) fail(std::string("[") + api + "] Repeat axes not allowed.");
+    seen[ax] = 1;
+    out[i] = in[ax];
+  }
+  return out;
+}
+
+std::vector<ArraySpec> transpose_infer(const State& st, const std::vector<ArraySpec>& in) {
+  return {{transpose_shape(in[0].shape, st.ints(0), "transpose"), in[0].dtype}};
+}
+
+void transpose_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
+  const auto& axes = n.state.ints(0);
+  Strides st(axes.size());
+  for (size_t i = 0; i < axes.size(); ++i) st[i] = in[0].strides()[axes[i]];
+  out[0].set_view(in[0], std::move(st), in[0].offset());
+}
+
+// ---- Broadcast and BroadcastAxes ----
+
+std::vector<ArraySpec> broadcast_infer(const State& st, const std::vector<ArraySpec>& in) {
+  // One input: the recorded target. More (shapeless traces): the broadcast of all input shapes.
+  const Shape& target = st.get<std::vector<int32_t>>(0);
+  if (in.size() == 1) {
+    shape_size(target, "broadcast_to");
+    if (detail::broadcast_shapes(in[0].shape, target) != target) {
+      fail("[broadcast_to] Cannot broadcast array of shape " + shape_str(in[0].shape) + " into shape " +
+           shape_str(target) + ".");
+    }
+    return {{target, in[0].dtype}};
+  }
+  Shape out = in[0].shape;
+  for (size_t i = 1; i < in.size(); ++i) out = detail::broadcast_shapes(out, in[i].shape);
+  return {{out, in[0].dtype}};
+}
+
+// MLX's BroadcastAxes rule: broadcast the inputs with the ignored trailing axes removed, then put the
+// ignored axes back with input 0's sizes.
+Shape broadcast_axes_shape(const std::vector<Shape>& shapes, const std::vector<int32_t>& ignore) {
+  for (size_t i = 0; i < ignore.size(); ++i) {
+    if (ignore[i] >= 0 || (i > 0 && ignore[i] <= ignore[i - 1])) {
+      fail("[broadcast_arrays] Received invalid axes to ignore.");
+    }
+  }
+  Shape shape;
+  for (auto& s : shapes) {
+    const int nd = static_cast<int>(s.size());
+    if (!ignore.empty() && nd + ignore.front() < 0) fail("[broadcast_arrays] Received invalid axes to ignore.");
+    Shape t = s;
+    for (auto it = ignore.rbegin(); it != ignore.rend(); ++it) t.erase(t.begin() + (nd + *it));
+    shape = detail::broadcast_shapes(shape, t);
+  }
+  const int dims = static_cast<int>(ignore.size() + shape.size());
+  const int nd0 = static_cast<int>(shapes[0].size());
+  for (int ax : ignore) shape.insert(shape.begin() + (dims + ax), shapes[0][nd0 + ax]);
+  return shape;
+}
+
+std::vector<ArraySpec> broadcast_axes_infer(const State& st, const std::vector<ArraySpec>& in) {
+  std::vector<Shape> shapes;
+  for (auto& s : in) shapes.push_back(s.shape);
+  return {{broadcast_axes_shape(shapes, st.ints(0)), in[0].dtype}};
+}
+
+// Input 0 viewed at the output shape: stride 0 along broadcast dimensions. Serves both primitives
+// (the ignored axes of BroadcastAxes have equal sizes, so they keep their strides).
+void broadcast_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  const array& a = in[0];
+  array& o = out[0];
+  const int nd = static_cast<int>(o.ndim());
+  const int off = nd - static_cast<int>(a.ndim());
+  Strides st(nd, 0);
+  for (int i = 0; i < static_cast<int>(a.ndim()); ++i) {
+    st[off + i] = a.shape()[i] == o.shape()[off + i] ? a.strides()[i] : 0;
+  }
+  o.set_view(a, std::move(st), a.offset());
+}
+
+// ---- ExpandDims and Squeeze ----
+
+// Inserting a 1 at each axis in turn (MLX's rule); axes are positions in the growing shape.
+std::vector<ArraySpec> expand_dims_infer(const State& st, const std::vector<ArraySpec>& in) {
+  Shape s = in[0].shape;
+  for (int ax : st.ints(0)) {
+    if (ax < 0 || ax > static_cast<int>(s.size())) {
+      fail("[expand_dims] Invalid axis " + std::to_string(ax) + " for output array with " +
+           std::to_string(in[0].shape.size()) + " dimensions.");
+    }
+    s.insert(s.begin() + ax, 1);
+  }
+  return {{s, in[0].dtype}};
+}
+
+void expand_dims_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
+  Strides st = in[0].strides();
+  for (int ax : n.state.ints(0)) st.insert(st.begin() + ax, 0);
+  out[0].set_view(in[0], std::move(st), in[0].offset());
+}
+
+std::vector<ArraySpec> squeeze_infer(const State& st, const std::vector<ArraySpec>& in) {
+  const auto& axes = st.ints(0);
+  const Shape& s = in[0].shape;
+  Shape out;
+  size_t j = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (j < axes.size() && static_cast<int>(i) == axes[j]) {
+      if (s[i] != 1) {
+        fail("[squeeze] Cannot squeeze axis " + std::to_string(i) + " with size " + std::to_string(s[i]) +
+             " which is not equal to 1.");
+      }
+      ++j;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  if (j != axes.size()) {
+    fail("[squeeze] Invalid axes " + join(axes) + " for array with " + std::to_string(s.size()) + " dimensions.");
+  }
+  return {{out, in[0].dtype}};
+}
+
+void squeeze_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
+  const auto& axes = n.state.ints(0);
+  Strides st;
+  for (size_t i = 0, j = 0; i < in[0].ndim(); ++i) {
+    if (j < axes.size() && static_cast<int>(i) == axes[j]) {
+      ++j;
+    } else {
+      st.push_back(in[0].strides()[i]);
+    }
+  }
+  out[0].set_view(in[0], std::move(st), in[0].offset());
+}
+
+// ---- Flatten and Unflatten ----
+
+std::vector<ArraySpec> flatten_infer(const State& st, const std::vector<ArraySpec>& in) {
+  const int start = st.i(0), end = st.i(1);
+  const Shape& s = in[0].shape;
+  if (start < 0 || end < start || end >= static_cast<int>(s.size())) {
+    fail("[flatten] Invalid axes " + std::to_string(start) + " and " + std::to_string(end) + " for array with " +
+         std::to_string(s.size()) + " dimensions.");
+  }
+  Shape out(s.begin(), s.begin() + start);
+  int64_t flat = 1;
+  for (int ax = start; ax <= end; ++ax) flat *= s[ax];
+  if (flat > INT32_MAX) fail("[flatten] The flattened dimension is too large.");
+  out.push_back(static_cast<int32_t>(flat));
+  out.insert(out.end(), s.begin() + end + 1, s.end());
+  return {{out, in[0].dtype}};
+}
+
+std::vector<ArraySpec> unflatten_infer(const State& st, const std::vector<ArraySpec>& in) {
+  const int axis = st.i(0);
+  const Shape& shape = st.get<std::vector<int32_t>>(1);
+  const Shape& s = in[0].shape;
+  if (axis < 0 || axis >= static_cast<int>(s.size())) {
+    fail("[unflatten] Invalid axes " + std::to_string(axis) + " for array with " + std::to_string(s.size()) +
+         " dimensions.");
+  }
+  if (shape.empty()) fail("[unflatten] Shape to unflatten to cannot be empty.");
+  if (shape_size(shape, "unflatten") != static_cast<size_t>(s[axis])) {
+    fail("[Unflatten] Cannot unflatten axis " + std::to_string(axis) + " with size " + std::to_string(s[axis]) +
+         " into shape " + shape_str(shape) + ".");
+  }
+  Shape out(s.begin(), s.begin() + axis);
+  out.insert(out.end(), shape.begin(), shape.end());
+  out.insert(out.end(), s.begin() + axis + 1, s.end());
+  return {{out, in[0].dtype}};
+}
+
+// ---- AsStrided ----
+
+// Every element the view can reach must lie inside the (flattened) input.
+void check_strided_bounds(const Shape& shape, const Strides& strides, uint64_t offset, size_t in_size,
+                          const char* api) {
+  if (strides.size() != shape.size()) {
+    fail(std::string("[") + api + "] Expected " + std::to_string(shape.size()) + " strides for shape " +
+         shape_str(shape) + " but found " + std::to_string(strides.size()) + ".");
+  }
+  if (shape_size(shape, api) == 0) return;
+  __int128 lo = static_cast<__int128>(offset), hi = lo;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    __int128 span = static_cast<__int128>(shape[i] - 1) * strides[i];
+    (span < 0 ? lo : hi) += span;
+  }
+  if (lo < 0 || hi >= static_cast<__int128>(in_size)) {
+    fail(std::string("[") + api + "] The view of shape " + shape_str(shape) +
+         " reaches outside the input array of size " + std::to_string(in_size) + ".");
+  }
+}
+
+std::vector<ArraySpec> as_strided_infer(const State& st, const std::vector<ArraySpec>& in) {
+  const Shape& shape = st.get<std::vector<int32_t>>(0);
+  check_strided_bounds(shape, st.get<std::vector<int64_t>>(1), st.get<uint64_t>(2),
+                       shape_size(in[0].shape, "as_strided"), "as_strided");
+  return {{shape, in[0].dtype}};
+}
+
+void as_strided_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
+  // The strides count elements of the row-major input; make it so when a view was passed.
+  array src = cpu::contiguous_copy(in[0]);
+  out[0].set_view(src, n.state.get<std::vector<int64_t>>(1),
+                  src.offset() + static_cast<int64_t>(n.state.get<uint64_t>(2)));
+}
+
+// ---- Contiguous ----
+
+std::vector<ArraySpec> same_infer(const State&, const std::vector<ArraySpec>& in) { return {in[0]}; }
+
+bool col_contiguous(const array& a) {
+  int64_t acc = 1;
+  for (size_t i = 0; i < a.ndim(); ++i) {
+    if (a.shape()[i] == 1) continue;
+    if (a.strides()[i] != acc) return false;
+    acc *= a.shape()[i];
+  }
+  return true;
+}
+
+void contiguous_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
+  const array& a = in[0];
+  if (a.row_contiguous() || (n.state.b(0) && col_contiguous(a))) {
+    out[0].set_view(a, a.strides(), a.offset());
+  } else {
+    cpu::copy_to_contiguous(a, out[0]);
+  }
+}
+
+const PrimitiveDef& def_of(const char* name) { return detail::def(name); }
+
+}  // namespace
+
+namespace primitives {
+void register_shape_views() {
+  const Field ints{"axes", FieldType::IntVec};
+  registry::define({.name = "Reshape", .fields = {{"shape", FieldType::ShapeF}}, .min_inputs = 1, .max_inputs = 1,
+                    .infer = reshape_infer, .cpu = reshape_cpu});
+  registry::define({.name = "Transpose", .fields = {ints}, .min_inputs = 1, .max_inputs = 1,
+                    .infer = transpose_infer, .cpu = transpose_cpu});
+  registry::define({.name = "Broadcast", .fields = {{"shape", FieldType::ShapeF}}, .min_inputs = 1,
+                    .max_inputs = -1, .infer = broadcast_infer, .cpu = broadcast_cpu});
+  registry::define({.name = "BroadcastAxes", .fields = {{"ignore_axes", FieldType::IntVec}}, .min_inputs = 1,
+                    .max_inputs = -1, .infer = broadcast_axes_infer, .cpu = broadcast_cpu});
+  registry::define({.name = "ExpandDims", .fields = {ints}, .min_inputs = 1, .max_inputs = 1,
+                    .infer = expand_dims_infer, .cpu = expand_dims_cpu});
+  registry::define({.name = "Squeeze", .fields = {ints}, .min_inputs = 1, .max_inputs = 1,
+                    .infer = squeeze_infer, .cpu = squeeze_cpu});
+  registry::define({.name = "Flatten", .fields = {{"start_axis", FieldType::Int}, {"end_axis", FieldType::Int}},
+                    .min_inputs = 1, .max_inputs = 1, .infer = flatten_infer, .cpu = reshape_cpu});
+  registry::define({.name = "Unflatten", .fields = {{"axis", FieldType::Int}, {"shape", FieldType::ShapeF}},
+                    .min_inputs = 1, .max_inputs = 1, .infer = unflatten_infer, .cpu = reshape_cpu});
+  registry::define({.name = "AsStrided",
+                    .fields = {{"shape", FieldType::ShapeF}, {"strides", FieldType::StridesF},
+                               {"offset", FieldType::Size}},
+                    .min_inputs = 1, .max_inputs = 1, .infer = as_strided_infer, .cpu = as_strided_cpu,
+                    .shapeless = false});
+  registry::define({.name = "Contiguous", .fields = {{"allow_col_major", FieldType::Bool}}, .min_inputs = 1,
+                    .max_inputs = 1, .flags = kNotSerializable, .infer = same_infer, .cpu = contiguous_cpu});
+}
+}  // namespace primitives
+
+// ---- ops ----
+
+array reshape(const array& a, Shape shape, StreamOrDevice s) {
+  if (a.shape() == shape) return a;
+  Shape out = resolve_reshape(a.size(), shape);
+  static const PrimitiveDef& d = def_of("Reshape");
+  return make_array(d, State{std::vector<int32_t>(std::move(shape))}, {a}, {{out, a.dtype()}}, to_stream(s));
+}
+
+array flatten(const array& a, int start_axis, int end_axis, StreamOrDevice s) {
+  const int nd = static_cast<int>(a.ndim());
+  int start = std::max(0, start_axis + (start_axis < 0 ? nd : 0));
+  int end = std::min(nd - 1, end_axis + (end_axis < 0 ? nd : 0));
+  if (nd == 0) return reshape(a, {1}, s);
+  if (end < start) fail("[flatten] start_axis must be less than or equal to end_axis");
+  if (start >= nd) {
+    fail("[flatten] Invalid start_axis " + std::to_string(start_axis) + " for array with " + std::to_string(nd) +
+         " dimensions.");
+  }
+  if (end < 0) {
+    fail("[flatten] Invalid end_axis " + std::to_string(end_axis) + " for array with " + std::to_string(nd) +
+         " dimensions.");
+  }
+  if (start == end) return a;
+  static const PrimitiveDef& d = def_of("Flatten");
+  return make_array(d, State{int32_t(start), int32_t(end)}, {a}, {}, to_stream(s));
+}
+
+array flatten(const array& a, StreamOrDevice s) { return flatten(a, 0, static_cast<int>(a.ndim()) - 1, s); }
+
+array unflatten(const array& a, int axis, Shape shape, StreamOrDevice s) {
+  if (shape.empty()) fail("[unflatten] Shape to unflatten to cannot be empty.");
+  const int nd = static_cast<int>(a.ndim());
+  const int ax = axis < 0 ? axis + nd : axis;
+  if (ax < 0 || ax >= nd) {
+    fail("[unflatten] Invalid axes " + std::to_string(ax) + " for array with " + std::to_string(nd) +
+         " dimensions.");
+  }
+  int infer_idx = -1;
+  int64_t size = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (infer_idx >= 0) fail("[Unflatten] Can only infer one dimension.");
+      infer_idx = static_cast<int>(i);
+    } else {
+      size = shape[i] < 0 ? -1 : std::min<int64_t>(size * shape[i], int64_t(1) << 40);
+    }
+  }
+  if (infer_idx >= 0 && size == 0) fail("[unflatten] Cannot infer the shape of an empty array.");
+  if (infer_idx >= 0 && size > 0) {
+    shape[infer_idx] = static_cast<int32_t>(a.shape(ax) / size);
+    size *= shape[infer_idx];
+  }
+  if (size != a.shape(ax)) {
+    fail("[Unflatten] Cannot unflatten axis " + std::to_string(axis) + " with size " + std::to_string(a.shape(ax)) +
+         " into shape " + shape_str(shape) + ".");
+  }
+  if (shape.size() == 1) return a;
+  static const PrimitiveDef& d = def_of("Unflatten");
+  return make_array(d, State{int32_t(ax), std::vector<int32_t>(std::move(shape))}, {a}, {}, to_stream(s));
+}
+
+namespace {
+array squeeze_impl(const array& a, std::vector<int> axes, StreamOrDevice s) {
+  const int nd = static_cast<int>(a.ndim());
+  for (auto& ax : axes) {
+    int n = ax < 0 ? ax + nd : ax;
+    if (n < 0 || n >= nd) {
+      fail("[squeeze] Invalid axes " + std::to_string(ax) + " for array with " + std::to_string(nd) +
+           " dimensions.");
+    }
+    if (a.shape(n) != 1) {
+      fail("[squeeze] Cannot squeeze axis " + std::to_string(ax) + " with size " + std::to_string(a.shape(n)) +
+           " which is not equal to 1.");
+    }
+    ax = n;
+  }
+  static const PrimitiveDef& d = def_of("Squeeze");
+  return make_array(d, State{std::vector<int32_t>(axes.begin(), axes.end())}, {a}, {}, to_stream(s));
+}
+
+array expand_dims_impl(const array& a, std::vector<int> axes, StreamOrDevice s) {
+  const int out_nd = static_cast<int>(a.ndim() + axes.size());
+  for (auto& ax : axes) {
+    int n = ax < 0 ? ax + out_nd : ax;
+    if (n < 0 || n >= out_nd) {
+      fail("[expand_dims] Invalid axis " + std::to_string(ax) + " for output array with " +
+           std::to_string(a.ndim()) + " dimensions.");
+    }
+    ax = n;
+  }
+  static const PrimitiveDef& d = def_of("ExpandDims");
+  return make_array(d, State{std::vector<int32_t>(axes.begin(), axes.end())}, {a}, {}, to_stream(s));
+}
+}  // namespace
+
+array squeeze(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
+  if (axes.empty()) return a;
+  std::set<int> unique;
+  for (int ax : axes) unique.insert(ax < 0 ? ax + static_cast<int>(a.ndim()) : ax);
+  if (unique.size() != axes.size()) fail("[squeeze] Received duplicate axes.");
+  return squeeze_impl(a, std::vector<int>(unique.begin(), unique.end()), s);
+}
+
+array squeeze(const array& a, int axis, StreamOrDevice s) { return squeeze_impl(a, {axis}, s); }
+
+array squeeze(const array& a, StreamOrDevice s) {
+  std::vector<int> axes;
+  for (int i = 0; i < static_cast<int>(a.ndim()); ++i) {
+    if (a.shape(i) == 1) axes.push_back(i);
+  }
+  return squeeze_impl(a, std::move(axes), s);
+}
+
+array expand_dims(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
+  if (axes.empty()) return a;
+  if (std::set<int>(axes.begin(), axes.end()).size() != axes.size()) fail("[expand_dims] Received duplicate axes.");
+  const int out_nd = static_cast<int>(a.ndim() + axes.size());
+  std::set<int> unique;
+  for (int ax : axes) unique.insert(ax < 0 ? ax + out_nd : ax);
+  if (unique.size() != axes.size()) fail("[expand_dims] Received duplicate axes.");
+  return expand_dims_impl(a, std::vector<int>(unique.begin(), unique.end()), s);
+}
+
+array expand_dims(const array& a, int axis, StreamOrDevice s) { return expand_dims_impl(a, {axis}, s); }
+
+array transpose(const array& a, std::vector<int> axes, StreamOrDevice s) {
+  const int nd = static_cast<int>(a.ndim());
+  for (auto& ax : axes) ax = ax < 0 ? ax + nd : ax;
+  Shape out = transpose_shape(a.shape(), std::vector<int32_t>(axes.begin(), axes.end()), "transpose");
+  static const PrimitiveDef& d = def_of("Transpose");
+  return make_array(d, State{std::vector<int32_t>(axes.begin(), axes.end())}, {a}, {{out, a.dtype()}},
+                    to_stream(s));
+}
+
+array transpose(const array& a, StreamOrDevice s) {
+  std::vector<int> axes(a.ndim());
+  std::iota(axes.rbegin(), axes.rend(), 0);
+  return transpose(a, std::move(axes), s);
+}
+
+namespace {
+int check_axis(const array& a, int ax, const char* api) {
+  const int nd = static_cast<int>(a.ndim());
+  if (ax < -nd || ax >= nd) {
+    fail(std::string("[") + api + "] Invalid axis " + std::to_string(ax) + " for array with " + std::to_string(nd) +
+         " dimensions.");
+  }
+  return ax < 0 ? ax + nd : ax;
+}
+}  // namespace
+
+array swapaxes(const array& a, int axis1, int axis2, StreamOrDevice s) {
+  axis1 = check_axis(a, axis1, "swapaxes");
+  axis2 = check_axis(a, axis2, "swapaxes");
+  std::vector<int> order(a.ndim());
+  std::iota(order.begin(), order.end(), 0);
+  std::swap(order[axis1], order[axis2]);
+  return transpose(a, std::move(order), s);
+}
+
+array moveaxis(const array& a, int source, int destination, StreamOrDevice s) {
+  source = check_axis(a, source, "moveaxis");
+  destination = check_axis(a, destination, "moveaxis");
+  if (source == destination) return a;
+  std::vector<int> order(a.ndim());
+  std::iota(order.begin(), order.end(), 0);
+  order.erase(order.begin() + source);
+  order.insert(order.begin() + destination, source);
+  return transpose(a, std::move(order), s);
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b) { return detail::broadcast_shapes(a, b); }
+
+array broadcast_to(const array& a, const Shape& shape, StreamOrDevice s) {
+  if (a.shape() == shape) return a;
+  Shape b = detail::broadcast_shapes(a.shape(), shape);
+  if (b != shape) {
+    fail("[broadcast_to] Cannot broadcast array of shape " + shape_str(a.shape()) + " into shape " +
+         shape_str(shape) + ".");
+  }
+  shape_size(shape, "broadcast_to");
+  static const PrimitiveDef& d = def_of("Broadcast");
+  return make_array(d, State{std::vector<int32_t>(shape)}, {a}, {{shape, a.dtype()}}, to_stream(s));
+}
+
+// Under a shapeless trace the broadcasts carry the other operands (through stop_gradient) as extra
+// inputs, so a replay on new shapes can recompute the target, as MLX does.
+std::vector<array> broadcast_arrays(const std::vector<array>& inputs, StreamOrDevice s) {
+  if (inputs.size() <= 1) return inputs;
+  Shape shape = inputs[0].shape();
+  for (size_t i = 1; i < inputs.size(); ++i) shape = detail::broadcast_shapes(shape, inputs[i].shape());
+  static const PrimitiveDef& d = def_of("Broadcast");
+  std::vector<array> out;
+  out.reserve(inputs.size());
+  if (!detail::in_shapeless_trace()) {
+    for (auto& in : inputs) {
+      out.push_back(in.shape() == shape ? in
+                                        : make_array(d, State{std::vector<int32_t>(shape)}, {in},
+                                                     {{shape, in.dtype()}}, to_stream(s)));
+    }
+    return out;
+  }
+  std::vector<array> sg;
+  for (auto& in : inputs) sg.push_back(stop_gradient(in, s));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].shape() == shape) {
+      out.push_back(inputs[i]);
+      continue;
+    }
+    std::vector<array> p{inputs[i]};
+    for (size_t j = 0; j < inputs.size(); ++j) {
+      if (j != i) p.push_back(sg[j]);
+    }
+    out.push_back(make_array(d, State{std::vector<int32_t>(shape)}, std::move(p), {{shape, inputs[i].dtype()}},
+                             to_stream(s)));
+  }
+  return out;
+}
+
+std::vector<array> broadcast_arrays(const std::vector<array>& inputs, std::vector<int> ignore_axes,
+                                    StreamOrDevice s) {
+  if (inputs.size() <= 1) return inputs;
+  std::vector<Shape> shapes;
+  for (auto& in : inputs) shapes.push_back(in.shape());
+  const std::vector<int32_t> ign(ignore_axes.begin(), ignore_axes.end());
+  Shape shape = broadcast_axes_shape(shapes, ign);
+  auto target = [&](const array& in) {
+    Shape t = shape;
+    for (int ax : ign) t[t.size() + ax] = in.shape(ax);
+    return t;
+  };
+  std::vector<array> out;
+  out.reserve(inputs.size());
+  if (!detail::in_shapeless_trace()) {
+    static const PrimitiveDef& d = def_of("Broadcast");
+    for (auto& in : inputs) {
+      Shape t = target(in);
+      out.push_back(in.shape() == t ? in
+                                    : make_array(d, State{std::vector<int32_t>(t)}, {in}, {{t, in.dtype()}},
+                                                 to_stream(s)));
+    }
+    return out;
+  }
+  static const PrimitiveDef& d = def_of("BroadcastAxes");
+  std::vector<array> sg;
+  for (auto& in : inputs) sg.push_back(stop_gradient(in, s));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Shape t = target(inputs[i]);
+    if (inputs[i].shape() == t) {
+      out.push_back(inputs[i]);
+      continue;
+    }
+    std::vector<array> p{inputs[i]};
+    for (size_t j = 0; j < inputs.size(); ++j) {
+      if (j != i) p.push_back(sg[j]);
+    }
+    out.push_back(make_array(d, State{ign}, std::move(p), {{t, inputs[i].dtype()}}, to_stream(s)));
+  }
+  return out;
+}
+
+array as_strided(array a, Shape shape, Strides strides, size_t offset, StreamOrDevice s) {
+  array flat = flatten(a, s);
+  check_strided_bounds(shape, strides, offset, flat.size(), "as_strided");
+  static const PrimitiveDef& d = def_of("AsStrided");
+  Shape out = shape;
+  return make_array(d, State{std::vector<int32_t>(std::move(shape)), std::vector<int64_t>(std::move(strides)),
+                             uint64_t(offset)},
+                    {flat}, {{out, a.dtype()}}, to_stream(s));
+}
+
+array contiguous(const array& a, bool allow_col_major, StreamOrDevice s) {
+  static const PrimitiveDef& d = def_of("Contiguous");
+  return make_array(d, State{allow_col_major}, {a}, {{a.shape(), a.dtype()}}, to_stream(s));
+}
+
+array atleast_1d(const array& a, StreamOrDevice s) { return a.ndim() == 0 ? reshape(a, {1}, s) : a; }
+
+array atleast_2d(const array& a, StreamOrDevice s) {
+  switch (a.ndim()) {
+    case 0: return reshape(a, {1, 1}, s);
+    case 1: return reshape(a, {1, a.shape(0)}, s);
+    default: return a;
+  }
+}
+
+array atleast_3d(const array& a, StreamOrDevice s) {
+  switch (a.ndim()) {
+    case 0: return reshape(a, {1, 1, 1}, s);
+    case 1: return reshape(a, {1, a.shape(0), 1}, s);
+    case 2: return reshape(a, {a.shape(0), a.shape(1), 1}, s);
+    default: return a;
+  }
+}
+
+namespace {
+template <typename F>
+std::vector<array> each(const std::vector<array>& arrays, F f) {
+  std::vector<array> out;
+  out.reserve(arrays.size());
+  for (auto& a : arrays) out.push_back(f(a));
+  return out;
+}
+}  // namespace
+
+std::vector<array> atleast_1d(const std::vector<array>& a, StreamOrDevice s) {
+  return each(a, [&](const array& x) { return atleast_1d(x, s); });
+}
+std::vector<array> atleast_2d(const std::vector<array>& a, StreamOrDevice s) {
+  return each(a, [&](const array& x) { return atleast_2d(x, s); });
+}
+std::vector<array> atleast_3d(const std::vector<array>& a, StreamOrDevice s) {
+  return each(a, [&](const array& x) { return atleast_3d(x, s); });
+}
+
+}  // namespace kiln

@@ -76,6 +76,8 @@ struct Node {
   std::vector<array> inputs;
   std::vector<ArraySpec> specs;                         // every output's shape and dtype
   std::vector<std::weak_ptr<detail::ArrayDesc>> outputs;  // live output descriptors
+  // Opaque per-node data outside the state: never serialized or compared (e.g. the file a Load node reads).
+  std::shared_ptr<const void> extra;
 };
 
 using InferFn = std::vector<ArraySpec> (*)(const State&, const std::vector<ArraySpec>& inputs);

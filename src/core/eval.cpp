@@ -4,10 +4,21 @@
 #include <unordered_set>
 
 #include "kiln/primitive.h"
+#include "trace/mode.h"
 
 namespace kiln {
 
 namespace {
+
+// While tracing, an array with neither data nor a node is a function input placeholder: it has no
+// value to compute, so evaluating it (item(), eval() in the traced function) is a user error.
+void check_not_placeholder(const array& a) {
+  if (detail::in_tracing() && !a.is_available() && !a.has_primitive()) {
+    throw std::invalid_argument(
+        "[export_function] Attempting to evaluate a placeholder input while tracing a function for export. "
+        "The traced function must not evaluate (eval, item, data) arrays that depend on its inputs.");
+  }
+}
 
 std::vector<std::shared_ptr<Node>> topo_order(const std::vector<array>& outputs) {
   std::vector<std::shared_ptr<Node>> order;
@@ -18,6 +29,7 @@ std::vector<std::shared_ptr<Node>> topo_order(const std::vector<array>& outputs)
   };
   std::vector<Frame> stack;
   for (auto& out : outputs) {
+    if (out.valid()) check_not_placeholder(out);
     if (!out.valid() || out.is_available() || !out.has_primitive()) continue;
     if (!seen.insert(out.node().get()).second) continue;
     stack.push_back({out.node(), 0});
@@ -25,6 +37,7 @@ std::vector<std::shared_ptr<Node>> topo_order(const std::vector<array>& outputs)
       Frame& f = stack.back();
       if (f.next < f.node->inputs.size()) {
         const array& in = f.node->inputs[f.next++];
+        check_not_placeholder(in);
         if (!in.is_available() && in.has_primitive() && seen.insert(in.node().get()).second) {
           stack.push_back({in.node(), 0});
         }

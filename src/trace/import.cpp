@@ -1,0 +1,127 @@
+// import_function: parse the file once (constants stay on disk as lazy Load nodes), then match each
+// call to a record and replay it.
+#include <map>
+#include <mutex>
+
+#include "format/codec.h"
+#include "primitives/load.h"
+#include "trace/match.h"
+#include "trace/tape.h"
+
+namespace kiln {
+
+namespace detail {
+
+struct FunctionTable {
+  std::shared_ptr<const format::Source> source;
+  format::ParsedFile file;
+  std::map<size_t, std::vector<size_t>> groups;  // input count -> record indices, in file order
+  mutable std::once_flag info_once;
+  mutable FileInfo info;
+
+  void build_info() const {
+    info.version = file.version;
+    info.format = file.layout.str();
+    info.shapeless = file.shapeless;
+    info.file_bytes = file.file_bytes;
+    info.constants = file.constants;
+    info.constant_bytes = file.constant_bytes;
+    for (auto& rec : file.records) {
+      FunctionInfo f;
+      f.kwarg_keys = rec.kwarg_keys;
+      f.input_ids = rec.input_ids;
+      f.inputs = rec.inputs;
+      f.output_ids = rec.output_ids;
+      std::unordered_map<uint64_t, ArraySpec> specs;
+      for (size_t i = 0; i < rec.inputs.size(); ++i) specs.emplace(rec.input_ids[i], rec.inputs[i]);
+      f.tape.reserve(rec.tape.size());
+      for (auto& e : rec.tape) {
+        TapeEntryInfo t;
+        t.id = e.id;
+        t.output_ids = e.out_ids;
+        t.outputs = e.specs;
+        for (size_t k = 0; k < e.out_ids.size(); ++k) specs.emplace(e.out_ids[k], e.specs[k]);
+        switch (e.kind) {
+          case format::Entry::Kind::Input:
+            t.kind = TapeEntryInfo::Kind::Input;
+            break;
+          case format::Entry::Kind::Constant:
+            t.kind = TapeEntryInfo::Kind::Constant;
+            t.payload = e.payload;
+            if (e.payload) {
+              f.new_constants++;
+              f.new_constant_bytes += e.value.nbytes();
+            }
+            break;
+          case format::Entry::Kind::Primitive:
+            t.kind = TapeEntryInfo::Kind::Primitive;
+            t.name = e.def->name;
+            t.display_name = e.def->display_name(e.state);
+            t.input_ids = e.inputs;
+            t.stream = e.stream;
+            t.state = e.state.values;
+            t.state_text = format::state_text(*e.def, e.state);
+            f.num_primitives++;
+            f.primitive_histogram[e.def->name]++;
+            f.streams[e.stream]++;
+            break;
+        }
+        f.tape.push_back(std::move(t));
+      }
+      for (auto id : rec.output_ids) f.outputs.push_back(specs.at(id));
+      info.functions.push_back(std::move(f));
+    }
+  }
+
+  const FileInfo& get_info() const {
+    std::call_once(info_once, [&] { build_info(); });
+    return info;
+  }
+
+  std::vector<array> call(const Args& args, const Kwargs& kwargs) const {
+    auto kw = sort_kwargs(kwargs);
+    auto it = groups.find(args.size() + kw.size());
+    if (it != groups.end()) {
+      for (size_t r : it->second) {
+        auto& rec = file.records[r];
+        if (signature_matches(rec.kwarg_keys, rec.inputs, args, kw, file.shapeless)) {
+          std::vector<array> inputs = args;
+          for (auto& [k, a] : kw) inputs.push_back(a);
+          return replay(rec, inputs, file.shapeless);
+        }
+      }
+    }
+    std::vector<const FunctionInfo*> fns;
+    auto& inf = get_info();
+    for (auto& [n, recs] : groups) {
+      for (size_t r : recs) fns.push_back(&inf.functions[r]);
+    }
+    throw std::invalid_argument(no_match_message(fns, args, kw));
+  }
+};
+
+}  // namespace detail
+
+ImportedFunction::ImportedFunction(std::shared_ptr<detail::FunctionTable> table) : table_(std::move(table)) {}
+
+std::vector<array> ImportedFunction::operator()(const Args& args) const { return table_->call(args, {}); }
+std::vector<array> ImportedFunction::operator()(const Kwargs& kwargs) const { return table_->call({}, kwargs); }
+std::vector<array> ImportedFunction::operator()(const Args& args, const Kwargs& kwargs) const {
+  return table_->call(args, kwargs);
+}
+const FileInfo& ImportedFunction::info() const { return table_->get_info(); }
+
+ImportedFunction import_function(const std::string& file) {
+  auto table = std::make_shared<detail::FunctionTable>();
+  auto src = std::make_shared<format::FileSource>(file);
+  table->source = src;
+  table->file = format::read_file(*src, [&](const ArraySpec& spec, uint64_t offset, uint64_t nbytes) {
+    return detail::load_constant(src, spec, offset, nbytes);
+  });
+  for (size_t r = 0; r < table->file.records.size(); ++r) {
+    table->groups[table->file.records[r].inputs.size()].push_back(r);
+  }
+  return ImportedFunction(std::move(table));
+}
+
+}  // namespace kiln

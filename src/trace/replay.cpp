@@ -1,0 +1,55 @@
+// Replaying an imported tape on new inputs (spec 4.5). Ids are resolved through one map per call;
+// constants are the shared (lazily loaded) arrays of the file.
+#include <unordered_map>
+
+#include "format/codec.h"
+#include "trace/tape.h"
+
+namespace kiln::detail {
+
+std::vector<array> replay(const format::Record& rec, const std::vector<array>& inputs, bool shapeless) {
+  using format::Entry;
+  std::unordered_map<uint64_t, array> values;
+  values.reserve(rec.tape.size() + inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) values.emplace(rec.input_ids[i], inputs[i]);
+  const Stream cpu = default_stream(Device{Device::cpu, 0});
+
+  std::vector<array> ins;
+  std::vector<ArraySpec> in_specs;
+  for (auto& e : rec.tape) {
+    switch (e.kind) {
+      case Entry::Kind::Input:
+        break;
+      case Entry::Kind::Constant:
+        values.emplace(e.id, e.value);
+        break;
+      case Entry::Kind::Primitive: {
+        ins.clear();
+        for (auto id : e.inputs) ins.push_back(values.at(id));
+        std::vector<ArraySpec> specs = e.specs;
+        if (shapeless) {
+          if (!e.def->infer || !e.def->shapeless) {
+            throw std::invalid_argument("[Primitive::output_shapes] " + e.def->display_name(e.state) +
+                                        " cannot infer output shapes.");
+          }
+          auto inferred = e.def->infer(e.state, specs_of(ins));
+          if (inferred.size() != specs.size()) {
+            throw std::invalid_argument("[import_function::call] " + e.def->name + " inferred " +
+                                        std::to_string(inferred.size()) + " outputs but the file records " +
+                                        std::to_string(specs.size()) + ".");
+          }
+          for (size_t k = 0; k < specs.size(); ++k) specs[k].shape = std::move(inferred[k].shape);
+        }
+        auto outs = make_arrays(*e.def, e.state, ins, std::move(specs), cpu);
+        for (size_t k = 0; k < outs.size(); ++k) values.emplace(e.out_ids[k], std::move(outs[k]));
+        break;
+      }
+    }
+  }
+  std::vector<array> out;
+  out.reserve(rec.output_ids.size());
+  for (auto id : rec.output_ids) out.push_back(values.at(id));
+  return out;
+}
+
+}  // namespace kiln::detail

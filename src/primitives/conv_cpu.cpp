@@ -1,0 +1,211 @@
+// CPU kernel of Convolution: im2col into a patch matrix, tile by tile, then one BLAS gemm per group.
+// Every convolution is handled as a 3-D one (missing spatial dimensions have size 1), and padding,
+// strides, both dilations and the kernel flip are folded into per-axis lookup tables, so the patch
+// loop only copies channel runs.
+#include <cblas.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/loops.h"
+#include "kiln/primitive.h"
+
+namespace kiln::detail {
+
+namespace {
+
+constexpr int kMaxDims = 3;
+// Patch-matrix elements per tile: bounds the scratch memory (16 MiB of floats) whatever the sizes.
+constexpr int64_t kTileElems = int64_t(1) << 22;
+
+template <typename C>
+void gemm_nt(int m, int n, int k, const C* a, int lda, const C* b, int ldb, C* c, int ldc) {
+  // c (m x n) = a (m x k) * b^T, b stored (n x k).
+  if constexpr (std::is_same_v<C, double>) {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+  } else {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+  }
+}
+
+struct Geometry {
+  int64_t N = 0, Cin = 0, O = 0, G = 1, Cg = 0, Og = 0;
+  std::array<int64_t, kMaxDims> in{1, 1, 1}, k{1, 1, 1}, out{1, 1, 1};
+  std::array<int64_t, kMaxDims> in_st{0, 0, 0};  // input element strides of the spatial axes
+  int64_t n_st = 0, c_st = 1;
+  // tab[d][o * k[d] + j]: input index along axis d read by output o and kernel tap j, or -1 (padding or
+  // a hole made by input dilation).
+  std::array<std::vector<int64_t>, kMaxDims> tab;
+  int64_t K = 1;  // kernel taps
+};
+
+Geometry geometry(const Node& node, const array& x, const array& w, const array& y) {
+  const State& st = node.state;
+  const auto& stride = st.ints(0);
+  const auto& lo = st.ints(1);
+  const auto& kdil = st.ints(3);
+  const auto& idil = st.ints(4);
+  Geometry g;
+  const int d = static_cast<int>(x.ndim()) - 2;
+  const int pad = kMaxDims - d;  // leading size-1 axes
+  g.N = x.shape(0);
+  g.Cin = x.shape(d + 1);
+  g.O = w.shape(0);
+  g.G = st.i(5);
+  g.Cg = g.Cin / g.G;
+  g.Og = g.O / g.G;
+  g.n_st = x.strides(0);
+  g.c_st = x.strides(d + 1);
+  for (int a = 0; a < kMaxDims; ++a) {
+    if (a < pad) {
+      g.tab[a] = {0};
+      continue;
+    }
+    const int i = a - pad;
+    g.in[a] = x.shape(i + 1);
+    g.k[a] = w.shape(i + 1);
+    g.out[a] = y.shape(i + 1);
+    g.in_st[a] = x.strides(i + 1);
+    g.K *= g.k[a];
+    const int64_t dilated = 1 + int64_t(idil[i]) * (g.in[a] - 1);
+    g.tab[a].resize(g.out[a] * g.k[a]);
+    for (int64_t o = 0; o < g.out[a]; ++o) {
+      for (int64_t j = 0; j < g.k[a]; ++j) {
+        const int64_t p = o * stride[i] + j * kdil[i] - lo[i];  // position in the dilated input
+        const bool ok = p >= 0 && p < dilated && p % idil[i] == 0;
+        g.tab[a][o * g.k[a] + j] = ok ? p / idil[i] : -1;
+      }
+    }
+  }
+  return g;
+}
+
+// Weight as a (O, K * Cg) matrix of the compute type; `flip` reverses all spatial axes, which reverses
+// the linear tap index.
+template <typename T, typename C>
+std::vector<C> weight_matrix(const array& w, const Geometry& g, bool flip) {
+  array wc = cpu::contiguous_copy(w);
+  const T* src = static_cast<const T*>(wc.buffer()->ptr) + wc.offset();
+  std::vector<C> m(static_cast<size_t>(g.O * g.K * g.Cg));
+  for (int64_t o = 0; o < g.O; ++o) {
+    for (int64_t k = 0; k < g.K; ++k) {
+      const T* s = src + (o * g.K + (flip ? g.K - 1 - k : k)) * g.Cg;
+      C* dst = m.data() + (o * g.K + k) * g.Cg;
+      for (int64_t c = 0; c < g.Cg; ++c) dst[c] = static_cast<C>(static_cast<cpu::acc_t<T>>(s[c]));
+    }
+  }
+  return m;
+}
+
+// Fill rows [r0, r1) of the patch matrix, laid out (row, group, tap, channel).
+template <typename T, typename C>
+void im2col(const T* x, const Geometry& g, int64_t r0, int64_t r1, C* patch) {
+  const int64_t row_len = g.G * g.K * g.Cg;
+  const int64_t plane = g.out[0] * g.out[1] * g.out[2];
+  const size_t grain = std::max<size_t>(1, cpu::kGrainMedium / std::max<int64_t>(row_len, 1));
+  cpu::parallel_for(static_cast<size_t>(r1 - r0), grain, [&](size_t b, size_t e) {
+    for (int64_t r = r0 + static_cast<int64_t>(b); r < r0 + static_cast<int64_t>(e); ++r) {
+      C* row = patch + (r - r0) * row_len;
+      const int64_t n = r / plane;
+      int64_t rem = r % plane;
+      const int64_t o2 = rem % g.out[2];
+      rem /= g.out[2];
+      const int64_t o1 = rem % g.out[1];
+      const int64_t o0 = rem / g.out[1];
+      const int64_t* t0 = g.tab[0].data() + o0 * g.k[0];
+      const int64_t* t1 = g.tab[1].data() + o1 * g.k[1];
+      const int64_t* t2 = g.tab[2].data() + o2 * g.k[2];
+      const T* xn = x + n * g.n_st;
+      int64_t k = 0;
+      for (int64_t j0 = 0; j0 < g.k[0]; ++j0) {
+        for (int64_t j1 = 0; j1 < g.k[1]; ++j1) {
+          for (int64_t j2 = 0; j2 < g.k[2]; ++j2, ++k) {
+            const int64_t i0 = t0[j0], i1 = t1[j1], i2 = t2[j2];
+            const bool ok = i0 >= 0 && i1 >= 0 && i2 >= 0;
+            const T* src = xn + i0 * g.in_st[0] + i1 * g.in_st[1] + i2 * g.in_st[2];
+            for (int64_t grp = 0; grp < g.G; ++grp) {
+              C* dst = row + (grp * g.K + k) * g.Cg;
+              if (!ok) {
+                std::fill(dst, dst + g.Cg, C(0));
+              } else if (g.c_st == 1) {
+                const T* s = src + grp * g.Cg;
+                for (int64_t c = 0; c < g.Cg; ++c) dst[c] = static_cast<C>(static_cast<cpu::acc_t<T>>(s[c]));
+              } else {
+                const T* s = src + grp * g.Cg * g.c_st;
+                for (int64_t c = 0; c < g.Cg; ++c) {
+                  dst[c] = static_cast<C>(static_cast<cpu::acc_t<T>>(s[c * g.c_st]));
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+template <typename T>
+void conv_typed(const Node& node, const array& x, const array& w, array& y) {
+  // float64 is computed in double; the 16-bit floats in float, rounded once at the end.
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  y.alloc();
+  if (y.size() == 0) return;
+  T* out = y.data<T>();
+  const Geometry g = geometry(node, x, w, y);
+  const int64_t KC = g.K * g.Cg;
+  if (KC == 0) {  // no input channels: every output is an empty sum
+    std::fill(out, out + y.size(), T(0.0f));
+    return;
+  }
+  const std::vector<C> wm = weight_matrix<T, C>(w, g, node.state.b(6));
+  const T* xp = static_cast<const T*>(x.buffer()->ptr) + x.offset();
+  const int64_t rows = g.N * g.out[0] * g.out[1] * g.out[2];
+  const int64_t row_len = g.G * KC;
+
+  // A 1x1 convolution over a contiguous input of the compute type needs no patch matrix.
+  bool direct = std::is_same_v<T, C> && g.K == 1 && g.G == 1 && x.row_contiguous();
+  for (int a = 0; a < kMaxDims && direct; ++a) direct = g.in[a] == g.out[a] && g.tab[a][0] == 0 &&
+                                                     (g.out[a] < 2 || g.tab[a][1] == 1);
+  if (direct) {
+    if constexpr (std::is_same_v<T, C>) {
+      gemm_nt<C>(static_cast<int>(rows), static_cast<int>(g.O), static_cast<int>(KC), xp, static_cast<int>(KC),
+                 wm.data(), static_cast<int>(KC), out, static_cast<int>(g.O));
+    }
+    return;
+  }
+
+  const int64_t tile = std::clamp<int64_t>(kTileElems / row_len, 1, rows);
+  std::vector<C> patch(static_cast<size_t>(tile * row_len));
+  std::vector<C> acc;
+  if constexpr (!std::is_same_v<T, C>) acc.resize(static_cast<size_t>(tile * g.O));
+  for (int64_t r0 = 0; r0 < rows; r0 += tile) {
+    const int64_t r1 = std::min(rows, r0 + tile);
+    im2col<T, C>(xp, g, r0, r1, patch.data());
+    C* dst;
+    if constexpr (std::is_same_v<T, C>) dst = out + r0 * g.O;
+    else dst = acc.data();
+    for (int64_t grp = 0; grp < g.G; ++grp) {
+      gemm_nt<C>(static_cast<int>(r1 - r0), static_cast<int>(g.Og), static_cast<int>(KC), patch.data() + grp * KC,
+                 static_cast<int>(row_len), wm.data() + grp * g.Og * KC, static_cast<int>(KC), dst + grp * g.Og,
+                 static_cast<int>(g.O));
+    }
+    if constexpr (!std::is_same_v<T, C>) {
+      T* o = out + r0 * g.O;
+      const size_t n = static_cast<size_t>((r1 - r0) * g.O);
+      for (size_t i = 0; i < n; ++i) o[i] = T(acc[i]);
+    }
+  }
+}
+
+}  // namespace
+
+void convolution_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
+  cpu::dispatch_float(in[0].dtype(), "conv", [&](auto tag) {
+    using T = decltype(tag);
+    conv_typed<T>(node, in[0], in[1], out[0]);
+  });
+}
+
+}  // namespace kiln::detail

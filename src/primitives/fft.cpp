@@ -1,0 +1,337 @@
+// FFT: the primitive row, its CPU kernel (FFTW, single precision) and the kiln::fft ops.
+// The primitive's output sizes are not in its state (an irfft of m entries may give 2m - 2 or 2m - 1
+// values), so the row has no shape rule: ops pass the output spec, files supply it, and the kernel
+// checks that input and output agree before transforming.
+#include "kiln/fft.h"
+
+#include <fftw3.h>
+
+#include <algorithm>
+#include <mutex>
+#include <numeric>
+#include <set>
+
+#include "backend/cpu/loops.h"
+#include "kiln/ops/elementwise.h"
+#include "kiln/ops/shape.h"
+#include "primitives/common.h"
+
+namespace kiln {
+
+namespace {
+
+enum : size_t { kAxes, kInverse, kReal };
+
+[[noreturn]] void fail(const std::string& msg) { throw std::invalid_argument(msg); }
+
+// ---- validation of a node (from an op or a file) ----
+
+void check_fft(const State& st, const ArraySpec& in, const ArraySpec& out) {
+  const auto& axes = st.get<std::vector<uint64_t>>(kAxes);
+  const bool inverse = st.b(kInverse), real = st.b(kReal);
+  const size_t nd = in.shape.size();
+  if (axes.empty()) fail("[FFT] Expected at least one axis.");
+  std::set<uint64_t> seen;
+  for (uint64_t a : axes) {
+    if (a >= nd) fail("[FFT] Invalid axis " + std::to_string(a) + " for an array with " + std::to_string(nd) + " dimensions.");
+    if (!seen.insert(a).second) fail("[FFT] Duplicated axis " + std::to_string(a) + ".");
+  }
+  const Dtype want_in = real && !inverse ? float32 : complex64;
+  const Dtype want_out = real && inverse ? float32 : complex64;
+  if (in.dtype != want_in || out.dtype != want_out) {
+    fail("[FFT] Expected a " + dtype_name(want_in) + " input and a " + dtype_name(want_out) + " output but got " +
+         dtype_name(in.dtype) + " and " + dtype_name(out.dtype) + ".");
+  }
+  Shape expect = in.shape;
+  const size_t last = axes.back();
+  if (real && !inverse) expect[last] = in.shape[last] / 2 + 1;
+  if (real && inverse) {
+    if (out.shape.size() == nd) expect[last] = out.shape[last];
+    if (expect[last] / 2 + 1 != in.shape[last]) expect[last] = -1;  // no real size fits
+  }
+  if (out.shape != expect) {
+    fail("[FFT] Output shape " + detail::shape_str(out.shape) + " does not match input shape " +
+         detail::shape_str(in.shape) + " for this transform.");
+  }
+  const Shape& logical = real && inverse ? out.shape : in.shape;
+  for (uint64_t a : axes) {
+    if (logical[a] <= 0) fail("[FFT] Invalid FFT size " + std::to_string(logical[a]) + " along axis " + std::to_string(a) + ".");
+  }
+}
+
+// ---- FFTW glue ----
+
+// FFTW's planner is not thread-safe; its execute functions are.
+std::mutex& planner_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+using IoDims = std::vector<fftwf_iodim64>;
+
+// Plans the transform `make(dims, howmany, in_offset, out_offset)` in chunks of one batch axis (so
+// large batches run on several threads), executes, and frees the plans. Plans are made before any
+// thread starts, so a planner failure throws here rather than inside parallel_for.
+template <typename MakePlan>
+void run_plans(const IoDims& dims, const IoDims& howmany, size_t work, MakePlan make) {
+  int split = -1;
+  ptrdiff_t chunks = 1;
+  if (!howmany.empty() && work >= (size_t(1) << 15)) {
+    split = static_cast<int>(std::max_element(howmany.begin(), howmany.end(),
+                                              [](auto& x, auto& y) { return x.n < y.n; }) - howmany.begin());
+    chunks = std::min<ptrdiff_t>(cpu::num_threads(), howmany[split].n);
+  }
+  std::vector<fftwf_plan> plans(chunks, nullptr);
+  {
+    std::lock_guard<std::mutex> lock(planner_mutex());
+    for (ptrdiff_t j = 0; j < chunks; ++j) {
+      IoDims h = howmany;
+      ptrdiff_t in_off = 0, out_off = 0;
+      if (split >= 0) {
+        const ptrdiff_t n = howmany[split].n, b = n * j / chunks, e = n * (j + 1) / chunks;
+        h[split].n = e - b;
+        in_off = b * howmany[split].is;
+        out_off = b * howmany[split].os;
+      }
+      plans[j] = make(dims, h, in_off, out_off);
+      if (!plans[j]) {
+        for (auto p : plans) if (p) fftwf_destroy_plan(p);
+        throw std::runtime_error("[FFT] FFTW could not plan the transform.");
+      }
+    }
+  }
+  cpu::parallel_for(static_cast<size_t>(chunks), 1, [&](size_t b, size_t e) {
+    for (size_t j = b; j < e; ++j) fftwf_execute(plans[j]);
+  });
+  std::lock_guard<std::mutex> lock(planner_mutex());
+  for (auto p : plans) fftwf_destroy_plan(p);
+}
+
+// Splits the axes of `shape` into transform dims (in `axes` order) and batch dims, with the given
+// element strides of input and output.
+void iodims(const Shape& shape, const Strides& is, const Strides& os, const std::vector<uint64_t>& axes,
+            IoDims& dims, IoDims& howmany) {
+  std::vector<bool> is_axis(shape.size(), false);
+  for (uint64_t a : axes) {
+    is_axis[a] = true;
+    dims.push_back({shape[a], static_cast<ptrdiff_t>(is[a]), static_cast<ptrdiff_t>(os[a])});
+  }
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (!is_axis[d]) howmany.push_back({shape[d], static_cast<ptrdiff_t>(is[d]), static_cast<ptrdiff_t>(os[d])});
+  }
+}
+
+fftwf_complex* cplx(const array& a) {
+  return reinterpret_cast<fftwf_complex*>(static_cast<complex64_t*>(a.buffer()->ptr) + a.offset());
+}
+
+void scale_output(array& out, float scale) {
+  const size_t n = out.size() * (out.dtype() == complex64 ? 2 : 1);
+  float* p = static_cast<float*>(out.buffer()->ptr);
+  cpu::parallel_for(n, cpu::kGrainCheap, [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) p[i] *= scale;
+  });
+}
+
+void fft_cpu(const Node& node, const std::vector<array>& inputs, std::vector<array>& outputs) {
+  const State& st = node.state;
+  check_fft(st, {inputs[0].shape(), inputs[0].dtype()}, {outputs[0].shape(), outputs[0].dtype()});
+  const auto& axes = st.get<std::vector<uint64_t>>(kAxes);
+  const bool inverse = st.b(kInverse), real = st.b(kReal);
+  array& out = outputs[0];
+  out.alloc();
+  if (out.size() == 0 || inputs[0].size() == 0) return;
+  const int sign = inverse ? FFTW_BACKWARD : FFTW_FORWARD;
+  const size_t work = out.size();
+
+  if (!real || !inverse) {
+    array in = cpu::contiguous_copy(inputs[0]);
+    IoDims dims, howmany;
+    iodims(in.shape(), in.strides(), out.strides(), axes, dims, howmany);
+    if (!real) {
+      fftwf_complex* src = cplx(in);
+      fftwf_complex* dst = cplx(out);
+      run_plans(dims, howmany, work, [&](const IoDims& d, const IoDims& h, ptrdiff_t io, ptrdiff_t oo) {
+        return fftwf_plan_guru64_dft(static_cast<int>(d.size()), d.data(), static_cast<int>(h.size()), h.data(),
+                                     src + io, dst + oo, sign, FFTW_ESTIMATE);
+      });
+    } else {
+      // FFTW halves the last listed dimension, as MLX halves the last listed axis.
+      float* src = static_cast<float*>(in.buffer()->ptr) + in.offset();
+      fftwf_complex* dst = cplx(out);
+      run_plans(dims, howmany, work, [&](const IoDims& d, const IoDims& h, ptrdiff_t io, ptrdiff_t oo) {
+        return fftwf_plan_guru64_dft_r2c(static_cast<int>(d.size()), d.data(), static_cast<int>(h.size()),
+                                         h.data(), src + io, dst + oo, FFTW_ESTIMATE);
+      });
+    }
+  } else {
+    // irfft: complex transforms over the leading axes, then a 1-D complex-to-real transform over the last
+    // one (whose DC and Nyquist imaginary parts are ignored). This is the order MLX's pocketfft uses, so
+    // non-Hermitian inputs give the same values. FFTW destroys a c2r input: work on a private copy.
+    array scratch(inputs[0].shape(), complex64);
+    cpu::copy_to_contiguous(inputs[0], scratch);
+    fftwf_complex* buf = cplx(scratch);
+    if (axes.size() > 1) {
+      std::vector<uint64_t> lead(axes.begin(), axes.end() - 1);
+      IoDims dims, howmany;
+      iodims(scratch.shape(), scratch.strides(), scratch.strides(), lead, dims, howmany);
+      run_plans(dims, howmany, work, [&](const IoDims& d, const IoDims& h, ptrdiff_t io, ptrdiff_t) {
+        return fftwf_plan_guru64_dft(static_cast<int>(d.size()), d.data(), static_cast<int>(h.size()), h.data(),
+                                     buf + io, buf + io, FFTW_BACKWARD, FFTW_ESTIMATE);
+      });
+    }
+    IoDims dims, howmany;
+    iodims(out.shape(), scratch.strides(), out.strides(), {axes.back()}, dims, howmany);
+    float* dst = out.data<float>();
+    run_plans(dims, howmany, work, [&](const IoDims& d, const IoDims& h, ptrdiff_t io, ptrdiff_t oo) {
+      return fftwf_plan_guru64_dft_c2r(static_cast<int>(d.size()), d.data(), static_cast<int>(h.size()), h.data(),
+                                       buf + io, dst + oo, FFTW_ESTIMATE | FFTW_DESTROY_INPUT);
+    });
+  }
+
+  if (inverse) {
+    const Shape& logical = real ? out.shape() : inputs[0].shape();
+    double n = 1;
+    for (uint64_t a : axes) n *= logical[a];
+    scale_output(out, static_cast<float>(1.0 / n));
+  }
+}
+
+// ---- ops ----
+
+array fft_op(const array& a, Shape n, const std::vector<int>& axes, bool real, bool inverse, StreamOrDevice s) {
+  const int nd = static_cast<int>(a.ndim());
+  if (nd < 1) fail("[fftn] Requires array with at least one dimension.");
+  if (n.size() != axes.size()) fail("[fftn] Shape and axes have different sizes.");
+  if (axes.empty()) return a;
+  std::vector<uint64_t> ax;
+  std::set<int> unique;
+  for (int v : axes) {
+    const int w = v < 0 ? v + nd : v;
+    unique.insert(w);
+    ax.push_back(static_cast<uint64_t>(w));
+  }
+  if (unique.size() != axes.size()) fail("[fftn] Duplicated axis received " + detail::shape_str(axes));
+  if (*unique.begin() < 0 || *unique.rbegin() >= nd) {
+    fail("[fftn] Invalid axis received for array with " + std::to_string(nd) + " dimensions.");
+  }
+  if (std::any_of(n.begin(), n.end(), [](int v) { return v <= 0; })) {
+    fail("[fftn] Invalid FFT output size requested " + detail::shape_str(n));
+  }
+
+  // The input the primitive sees: n along each axis (n/2 + 1 complex entries on the last axis of an
+  // irfft), cropped or zero-padded from `a`.
+  Shape in_shape = a.shape();
+  for (size_t i = 0; i < ax.size(); ++i) in_shape[ax[i]] = n[i];
+  if (real && inverse) in_shape[ax.back()] = n.back() / 2 + 1;
+  array x = a;
+  bool crop = false, grow = false;
+  for (int i = 0; i < nd; ++i) {
+    crop |= in_shape[i] < a.shape(i);
+    grow |= in_shape[i] > a.shape(i);
+  }
+  if (crop) {
+    Shape stop(nd);
+    for (int i = 0; i < nd; ++i) stop[i] = std::min(in_shape[i], a.shape(i));
+    x = slice(x, Shape(nd, 0), stop, s);
+  }
+  if (grow) x = slice_update(zeros(in_shape, a.dtype(), s), x, Shape(nd, 0), x.shape(), s);
+
+  Shape out_shape = in_shape;
+  if (real) out_shape[ax.back()] = inverse ? n.back() : in_shape[ax.back()] / 2 + 1;
+  const Dtype in_type = real && !inverse ? float32 : complex64;
+  const Dtype out_type = real && inverse ? float32 : complex64;
+  static const PrimitiveDef& def = detail::def("FFT");
+  return make_array(def, State{std::move(ax), inverse, real}, {astype(x, in_type, s)}, {{out_shape, out_type}},
+                    to_stream(s));
+}
+
+// Default sizes: the input's, except an irfft's last axis, which gives 2 * (m - 1) real values.
+array fft_op(const array& a, const std::vector<int>& axes, bool real, bool inverse, StreamOrDevice s) {
+  const int nd = static_cast<int>(a.ndim());
+  if (nd < 1) fail("[fftn] Requires array with at least one dimension.");
+  Shape n;
+  for (int v : axes) {
+    if (v < -nd || v >= nd) fail("[fftn] Invalid axis received for array with " + std::to_string(nd) + " dimensions.");
+    n.push_back(a.shape(v < 0 ? v + nd : v));
+  }
+  if (real && inverse && !n.empty()) n.back() = (n.back() - 1) * 2;
+  return fft_op(a, std::move(n), axes, real, inverse, s);
+}
+
+array fft_op(const array& a, bool real, bool inverse, StreamOrDevice s) {
+  std::vector<int> axes(a.ndim());
+  std::iota(axes.begin(), axes.end(), 0);
+  return fft_op(a, axes, real, inverse, s);
+}
+
+array shift(const array& a, const std::vector<int>& axes, bool inverse, StreamOrDevice s) {
+  if (axes.empty()) return a;
+  const int nd = static_cast<int>(a.ndim());
+  Shape shifts;
+  for (int v : axes) {
+    const int w = v < 0 ? v + nd : v;
+    if (w < 0 || w >= nd) {
+      fail(std::string(inverse ? "[ifftshift]" : "[fftshift]") + " Invalid axis " + std::to_string(v) +
+           " for array with " + std::to_string(nd) + " dimensions.");
+    }
+    // NumPy's convention: the zero frequency lands at index size / 2.
+    const int half = a.shape(w) / 2;
+    shifts.push_back(inverse ? -half : half);
+  }
+  return roll(a, shifts, axes, s);
+}
+
+std::vector<int> all_axes(const array& a) {
+  std::vector<int> axes(a.ndim());
+  std::iota(axes.begin(), axes.end(), 0);
+  return axes;
+}
+
+}  // namespace
+
+namespace primitives {
+void register_fft() {
+  registry::define({.name = "FFT",
+                    .fields = {{"axes", FieldType::SizeVec}, {"inverse", FieldType::Bool}, {"real", FieldType::Bool}},
+                    .min_inputs = 1,
+                    .max_inputs = 1,
+                    .cpu = fft_cpu,
+                    .shapeless = false});
+}
+}  // namespace primitives
+
+namespace fft {
+
+array fftn(const array& a, const Shape& n, const std::vector<int>& axes, StreamOrDevice s) {
+  return fft_op(a, n, axes, false, false, s);
+}
+array fftn(const array& a, const std::vector<int>& axes, StreamOrDevice s) { return fft_op(a, axes, false, false, s); }
+array fftn(const array& a, StreamOrDevice s) { return fft_op(a, false, false, s); }
+
+array ifftn(const array& a, const Shape& n, const std::vector<int>& axes, StreamOrDevice s) {
+  return fft_op(a, n, axes, false, true, s);
+}
+array ifftn(const array& a, const std::vector<int>& axes, StreamOrDevice s) { return fft_op(a, axes, false, true, s); }
+array ifftn(const array& a, StreamOrDevice s) { return fft_op(a, false, true, s); }
+
+array rfftn(const array& a, const Shape& n, const std::vector<int>& axes, StreamOrDevice s) {
+  return fft_op(a, n, axes, true, false, s);
+}
+array rfftn(const array& a, const std::vector<int>& axes, StreamOrDevice s) { return fft_op(a, axes, true, false, s); }
+array rfftn(const array& a, StreamOrDevice s) { return fft_op(a, true, false, s); }
+
+array irfftn(const array& a, const Shape& n, const std::vector<int>& axes, StreamOrDevice s) {
+  return fft_op(a, n, axes, true, true, s);
+}
+array irfftn(const array& a, const std::vector<int>& axes, StreamOrDevice s) { return fft_op(a, axes, true, true, s); }
+array irfftn(const array& a, StreamOrDevice s) { return fft_op(a, true, true, s); }
+
+array fftshift(const array& a, const std::vector<int>& axes, StreamOrDevice s) { return shift(a, axes, false, s); }
+array ifftshift(const array& a, const std::vector<int>& axes, StreamOrDevice s) { return shift(a, axes, true, s); }
+array fftshift(const array& a, StreamOrDevice s) { return a.ndim() < 1 ? a : shift(a, all_axes(a), false, s); }
+array ifftshift(const array& a, StreamOrDevice s) { return a.ndim() < 1 ? a : shift(a, all_axes(a), true, s); }
+
+}  // namespace fft
+
+}  // namespace kiln

@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-PKGS="cmake g++ make pkg-config libopenblas-dev liblapacke-dev libfftw3-dev libgtest-dev"
+PKGS="cmake g++ make pkg-config libopenblas-dev liblapacke-dev libfftw3-dev libgtest-dev nlohmann-json3-dev"
 missing=""
 for p in $PKGS; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

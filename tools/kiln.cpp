@@ -1,29 +1,338 @@
-// The kiln command-line tool.
+// The kiln command-line tool: run, inspect and benchmark .mlxfn files.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <functional>
 #include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "kiln/kiln.h"
 
+namespace fs = std::filesystem;
+using kiln::operator<<;
+
 namespace {
-const char* kUsage =
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+const char* kMainHelp =
     "usage: kiln <command> [options]\n"
     "\n"
+    "Run, inspect and benchmark functions exported to MLX's .mlxfn format (by MLX or by kiln).\n"
+    "\n"
     "commands:\n"
-    "  version     print kiln's version\n"
+    "  run       call a function with .npy inputs and write its outputs as .npy files\n"
+    "  inspect   show a file's format version, signatures, tape, primitives, streams and constants\n"
+    "  bench     time importing a file and calling its function\n"
+    "  version   print kiln's version\n"
     "\n"
     "Run 'kiln <command> --help' for a command's options.\n";
+
+const char* kRunHelp =
+    "usage: kiln run FILE [--arg A.npy]... [--kwarg NAME=B.npy]... [--out DIR]\n"
+    "\n"
+    "Import FILE, call it with the given positional (--arg, in order) and keyword (--kwarg) inputs,\n"
+    "and write the outputs to DIR/out0.npy, DIR/out1.npy, ... (DIR defaults to the current directory).\n"
+    "The call is matched to the stored trace with the same dtypes and shapes (any shape for shapeless\n"
+    "files); if none matches, the available signatures are listed.\n";
+
+const char* kInspectHelp =
+    "usage: kiln inspect FILE [--json] [--tape]\n"
+    "\n"
+    "Print the format version, the shapeless flag, each function's signature (inputs, keyword names,\n"
+    "outputs), tape length, primitive histogram, streams, and the number and bytes of constants.\n"
+    "  --json   machine-readable output\n"
+    "  --tape   also list every tape entry with its state\n";
+
+const char* kBenchHelp =
+    "usage: kiln bench FILE [--arg A.npy]... [--kwarg NAME=B.npy]... [--iters N] [--warmup W]\n"
+    "\n"
+    "Time importing FILE and calling it (evaluated) on the given inputs. Prints two lines:\n"
+    "  import_us <microseconds to import the file>\n"
+    "  median_us <median microseconds of one evaluated call over N iterations (default 20)>\n";
+
+bool wants_help(const std::vector<std::string>& a) {
+  return std::find(a.begin(), a.end(), "--help") != a.end() || std::find(a.begin(), a.end(), "-h") != a.end();
 }
 
-int main(int argc, char** argv) {
-  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-    std::cout << kUsage;
-    return argc < 2 ? 1 : 0;
+struct CallInputs {
+  std::string file;
+  kiln::Args args;
+  kiln::Kwargs kwargs;
+  std::string out_dir = ".";
+  int iters = 20;
+  int warmup = 2;
+  bool json = false;
+  bool tape = false;
+};
+
+int parse_int(const std::string& flag, const std::string& v) {
+  try {
+    size_t pos = 0;
+    int n = std::stoi(v, &pos);
+    if (pos != v.size() || n < 1) throw std::invalid_argument("");
+    return n;
+  } catch (...) {
+    throw UsageError(flag + " expects a positive integer, found '" + v + "'");
   }
-  std::string cmd = argv[1];
-  if (cmd == "version") {
-    std::cout << "kiln 0.1.0 (writes the MLX 0.30.1 .mlxfn layout)\n";
+}
+
+CallInputs parse(const std::vector<std::string>& a, const std::string& cmd) {
+  CallInputs c;
+  auto value = [&](size_t& i) -> const std::string& {
+    if (i + 1 >= a.size()) throw UsageError(a[i] + " expects a value");
+    return a[++i];
+  };
+  for (size_t i = 0; i < a.size(); ++i) {
+    const std::string& s = a[i];
+    if (s == "--arg" && cmd != "inspect") {
+      c.args.push_back(kiln::load(value(i)));
+    } else if (s == "--kwarg" && cmd != "inspect") {
+      const std::string& kv = value(i);
+      auto eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) throw UsageError("--kwarg expects NAME=FILE.npy, found '" + kv + "'");
+      std::string name = kv.substr(0, eq);
+      if (c.kwargs.count(name)) throw UsageError("keyword '" + name + "' given twice");
+      c.kwargs.insert({name, kiln::load(kv.substr(eq + 1))});
+    } else if (s == "--out" && cmd == "run") {
+      c.out_dir = value(i);
+    } else if (s == "--iters" && cmd == "bench") {
+      c.iters = parse_int(s, value(i));
+    } else if (s == "--warmup" && cmd == "bench") {
+      c.warmup = parse_int(s, value(i));
+    } else if (s == "--json" && cmd == "inspect") {
+      c.json = true;
+    } else if (s == "--tape" && cmd == "inspect") {
+      c.tape = true;
+    } else if (!s.empty() && s[0] == '-') {
+      throw UsageError("unknown option '" + s + "' for 'kiln " + cmd + "' (see kiln " + cmd + " --help)");
+    } else if (c.file.empty()) {
+      c.file = s;
+    } else {
+      throw UsageError("unexpected argument '" + s + "' (only one FILE is taken)");
+    }
+  }
+  if (c.file.empty()) throw UsageError("missing FILE (see kiln " + cmd + " --help)");
+  return c;
+}
+
+std::string shape_text(const kiln::Shape& s) {
+  std::ostringstream os;
+  os << s;
+  return os.str();
+}
+
+std::string spec_text(const kiln::ArraySpec& s) { return shape_text(s.shape) + " " + kiln::dtype_name(s.dtype); }
+
+std::string device_text(const kiln::StreamInfo& s) {
+  std::string d = s.device_type == 0 ? "cpu" : s.device_type == 1 ? "gpu" : "device" + std::to_string(s.device_type);
+  return d + ":" + std::to_string(s.device_index);
+}
+
+int cmd_run(const std::vector<std::string>& a) {
+  if (wants_help(a)) {
+    std::cout << kRunHelp;
     return 0;
   }
-  std::cerr << "kiln: unknown command '" << cmd << "' (expected one of: version); see kiln --help\n";
-  return 2;
+  auto c = parse(a, "run");
+  auto fn = kiln::import_function(c.file);
+  auto outs = fn(c.args, c.kwargs);
+  kiln::eval(outs);
+  fs::create_directories(c.out_dir);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    auto path = (fs::path(c.out_dir) / ("out" + std::to_string(i) + ".npy")).string();
+    kiln::save(path, outs[i]);
+    std::cout << path << " " << shape_text(outs[i].shape()) << " " << kiln::dtype_name(outs[i].dtype()) << "\n";
+  }
+  return 0;
+}
+
+nlohmann::json spec_json(const kiln::ArraySpec& s) {
+  return {{"shape", s.shape}, {"dtype", kiln::dtype_name(s.dtype)}};
+}
+
+int cmd_inspect(const std::vector<std::string>& a) {
+  if (wants_help(a)) {
+    std::cout << kInspectHelp;
+    return 0;
+  }
+  auto c = parse(a, "inspect");
+  auto fn = kiln::import_function(c.file);
+  const kiln::FileInfo& info = fn.info();
+  if (c.json) {
+    nlohmann::json j;
+    j["file"] = c.file;
+    j["version"] = info.version;
+    j["format"] = info.format;
+    j["shapeless"] = info.shapeless;
+    j["file_bytes"] = info.file_bytes;
+    j["constants"] = info.constants;
+    j["constant_bytes"] = info.constant_bytes;
+    j["functions"] = nlohmann::json::array();
+    for (auto& f : info.functions) {
+      nlohmann::json fj;
+      size_t np = f.num_positional();
+      fj["positional_inputs"] = nlohmann::json::array();
+      fj["keyword_inputs"] = nlohmann::json::object();
+      for (size_t i = 0; i < f.inputs.size(); ++i) {
+        if (i < np) fj["positional_inputs"].push_back(spec_json(f.inputs[i]));
+        else fj["keyword_inputs"][f.kwarg_keys[i - np]] = spec_json(f.inputs[i]);
+      }
+      fj["outputs"] = nlohmann::json::array();
+      for (auto& o : f.outputs) fj["outputs"].push_back(spec_json(o));
+      fj["tape_length"] = f.tape.size();
+      fj["primitives"] = f.num_primitives;
+      fj["primitive_histogram"] = f.primitive_histogram;
+      fj["streams"] = nlohmann::json::array();
+      for (auto& [s, n] : f.streams) {
+        fj["streams"].push_back({{"index", s.index}, {"device", device_text(s)}, {"nodes", n}});
+      }
+      fj["new_constants"] = f.new_constants;
+      fj["new_constant_bytes"] = f.new_constant_bytes;
+      if (c.tape) {
+        fj["tape"] = nlohmann::json::array();
+        for (auto& t : f.tape) {
+          nlohmann::json tj{{"id", t.id}};
+          if (t.kind == kiln::TapeEntryInfo::Kind::Input) tj["kind"] = "input";
+          if (t.kind == kiln::TapeEntryInfo::Kind::Constant) tj["kind"] = "constant";
+          if (t.kind == kiln::TapeEntryInfo::Kind::Primitive) {
+            tj["kind"] = "primitive";
+            tj["name"] = t.name;
+            tj["display_name"] = t.display_name;
+            tj["inputs"] = t.input_ids;
+            tj["state"] = t.state_text;
+            tj["stream"] = {{"index", t.stream.index}, {"device", device_text(t.stream)}};
+          }
+          tj["outputs"] = nlohmann::json::array();
+          for (auto& o : t.outputs) tj["outputs"].push_back(spec_json(o));
+          fj["tape"].push_back(tj);
+        }
+      }
+      j["functions"].push_back(fj);
+    }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "file:       " << c.file << " (" << info.file_bytes << " bytes)\n";
+  std::cout << "version:    " << info.version << " (read as the " << info.format << " layout)\n";
+  std::cout << "shapeless:  " << (info.shapeless ? "yes" : "no") << "\n";
+  std::cout << "functions:  " << info.functions.size() << "\n";
+  std::cout << "constants:  " << info.constants << " (" << info.constant_bytes << " bytes)\n";
+  for (size_t k = 0; k < info.functions.size(); ++k) {
+    auto& f = info.functions[k];
+    size_t np = f.num_positional();
+    std::cout << "\nfunction " << k + 1 << ": " << np << " positional and " << f.kwarg_keys.size()
+              << " keyword inputs\n";
+    for (size_t i = 0; i < f.inputs.size(); ++i) {
+      if (i < np) std::cout << "  input " << i << ": " << spec_text(f.inputs[i]) << "\n";
+      else std::cout << "  input \"" << f.kwarg_keys[i - np] << "\": " << spec_text(f.inputs[i]) << "\n";
+    }
+    for (size_t i = 0; i < f.outputs.size(); ++i) std::cout << "  output " << i << ": " << spec_text(f.outputs[i]) << "\n";
+    std::cout << "  tape: " << f.tape.size() << " entries, " << f.num_primitives << " primitive nodes\n";
+    std::cout << "  primitives:";
+    for (auto& [name, n] : f.primitive_histogram) std::cout << " " << name << "×" << n;
+    std::cout << "\n  streams:";
+    for (auto& [s, n] : f.streams) std::cout << " " << s.index << "@" << device_text(s) << " (" << n << " nodes)";
+    std::cout << "\n  constants first stored here: " << f.new_constants << " (" << f.new_constant_bytes << " bytes)\n";
+    if (c.tape) {
+      for (auto& t : f.tape) {
+        std::cout << "    #" << t.id << " ";
+        if (t.kind == kiln::TapeEntryInfo::Kind::Input) std::cout << "input";
+        if (t.kind == kiln::TapeEntryInfo::Kind::Constant) std::cout << "constant";
+        if (t.kind == kiln::TapeEntryInfo::Kind::Primitive) {
+          std::cout << t.display_name << "(";
+          for (size_t i = 0; i < t.input_ids.size(); ++i) std::cout << (i ? ", #" : "#") << t.input_ids[i];
+          std::cout << ")";
+          if (!t.state_text.empty()) std::cout << " [" << t.state_text << "]";
+        }
+        for (auto& o : t.outputs) std::cout << " -> " << spec_text(o);
+        std::cout << "\n";
+      }
+    }
+  }
+  return 0;
+}
+
+int cmd_bench(const std::vector<std::string>& a) {
+  if (wants_help(a)) {
+    std::cout << kBenchHelp;
+    return 0;
+  }
+  auto c = parse(a, "bench");
+  using clock = std::chrono::steady_clock;
+  auto t0 = clock::now();
+  auto fn = kiln::import_function(c.file);
+  auto t1 = clock::now();
+  auto call = [&] {
+    auto outs = fn(c.args, c.kwargs);
+    kiln::eval(outs);
+  };
+  for (int i = 0; i < c.warmup; ++i) call();
+  std::vector<double> us;
+  for (int i = 0; i < c.iters; ++i) {
+    auto s = clock::now();
+    call();
+    us.push_back(std::chrono::duration<double, std::micro>(clock::now() - s).count());
+  }
+  std::sort(us.begin(), us.end());
+  double median = us.size() % 2 ? us[us.size() / 2] : 0.5 * (us[us.size() / 2 - 1] + us[us.size() / 2]);
+  std::cout << "import_us " << std::chrono::duration<double, std::micro>(t1 - t0).count() << "\n";
+  std::cout << "median_us " << median << "\n";
+  return 0;
+}
+
+// Errors are reported on one line.
+std::string one_line(std::string s) {
+  for (auto& ch : s) {
+    if (ch == '\n') ch = ' ';
+  }
+  std::string out;
+  for (char ch : s) {
+    if (ch == ' ' && !out.empty() && out.back() == ' ') continue;
+    out += ch;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::cerr << kMainHelp;
+    return 2;
+  }
+  std::string cmd = args[0];
+  args.erase(args.begin());
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    std::cout << kMainHelp;
+    return 0;
+  }
+  const std::map<std::string, std::function<int(const std::vector<std::string>&)>> commands = {
+      {"run", cmd_run}, {"inspect", cmd_inspect}, {"bench", cmd_bench}};
+  if (cmd == "version" || cmd == "--version") {
+    std::cout << "kiln 0.1.0 (reads and writes the MLX 0.30.1 .mlxfn layout)\n";
+    return 0;
+  }
+  auto it = commands.find(cmd);
+  if (it == commands.end()) {
+    std::cerr << "kiln: unknown command '" << cmd << "' (expected run, inspect, bench or version; see kiln --help)\n";
+    return 2;
+  }
+  try {
+    return it->second(args);
+  } catch (const UsageError& e) {
+    std::cerr << "kiln " << cmd << ": " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "kiln " << cmd << ": " << one_line(e.what()) << "\n";
+    return 1;
+  }
 }

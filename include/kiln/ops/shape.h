@@ -110,6 +110,15 @@ array slice(const array& a, const array& start, std::vector<int> axes, Shape sli
 array slice_update(const array& src, const array& update, Shape start, Shape stop, Shape strides,
                    StreamOrDevice s = {});
 array slice_update(const array& src, const array& update, Shape start, Shape stop, StreamOrDevice s = {});
+// Braced starts pick the static form (kiln addition; in MLX such calls are ambiguous).
+inline array slice_update(const array& src, const array& update, std::initializer_list<int> start, Shape stop,
+                          Shape strides, StreamOrDevice s = {}) {
+  return slice_update(src, update, Shape(start.begin(), start.end()), std::move(stop), std::move(strides), s);
+}
+inline array slice_update(const array& src, const array& update, std::initializer_list<int> start, Shape stop,
+                          StreamOrDevice s = {}) {
+  return slice_update(src, update, Shape(start.begin(), start.end()), std::move(stop), s);
+}
 array slice_update(const array& src, const array& update, const array& start, std::vector<int> axes,
                    StreamOrDevice s = {});
 std::vector<array> split(const array& a, int num_splits, int axis, StreamOrDevice s = {});

@@ -146,6 +146,57 @@ void im2col(const T* x, const Geometry& g, int64_t r0, int64_t r1, C* patch) {
   });
 }
 
+// Depthwise convolution (one input channel per group): out[oc] = sum_k x[pos_k, oc / Og] * w[oc, k]. A
+// gemm per group would be a matrix-vector product of width 1; instead the output channels form the
+// inner loop, contiguous in the transposed weight and in the output.
+template <typename T, typename C>
+void depthwise(const T* x, const Geometry& g, const std::vector<C>& wm, T* out) {
+  const int64_t O = g.O, K = g.K;
+  std::vector<C> wt(static_cast<size_t>(K * O));
+  for (int64_t oc = 0; oc < O; ++oc)
+    for (int64_t k = 0; k < K; ++k) wt[k * O + oc] = wm[oc * K + k];
+  const int64_t plane = g.out[0] * g.out[1] * g.out[2];
+  const int64_t rows = g.N * plane;
+  const bool simple = g.Og == 1 && g.c_st == 1;
+  const size_t grain = std::max<size_t>(1, cpu::kGrainMedium / std::max<int64_t>(K * O, 1));
+  cpu::parallel_for(static_cast<size_t>(rows), grain, [&](size_t b, size_t e) {
+    std::vector<C> acc(static_cast<size_t>(O));
+    for (int64_t r = static_cast<int64_t>(b); r < static_cast<int64_t>(e); ++r) {
+      const int64_t n = r / plane;
+      int64_t rem = r % plane;
+      const int64_t o2 = rem % g.out[2];
+      rem /= g.out[2];
+      const int64_t o1 = rem % g.out[1];
+      const int64_t o0 = rem / g.out[1];
+      const int64_t* t0 = g.tab[0].data() + o0 * g.k[0];
+      const int64_t* t1 = g.tab[1].data() + o1 * g.k[1];
+      const int64_t* t2 = g.tab[2].data() + o2 * g.k[2];
+      std::fill(acc.begin(), acc.end(), C(0));
+      C* a = acc.data();
+      int64_t k = 0;
+      for (int64_t j0 = 0; j0 < g.k[0]; ++j0) {
+        for (int64_t j1 = 0; j1 < g.k[1]; ++j1) {
+          for (int64_t j2 = 0; j2 < g.k[2]; ++j2, ++k) {
+            const int64_t i0 = t0[j0], i1 = t1[j1], i2 = t2[j2];
+            if (i0 < 0 || i1 < 0 || i2 < 0) continue;
+            const T* src = x + n * g.n_st + i0 * g.in_st[0] + i1 * g.in_st[1] + i2 * g.in_st[2];
+            const C* wk = wt.data() + k * O;
+            if (simple) {
+              for (int64_t oc = 0; oc < O; ++oc) a[oc] += static_cast<C>(static_cast<cpu::acc_t<T>>(src[oc])) * wk[oc];
+            } else {
+              for (int64_t oc = 0; oc < O; ++oc) {
+                a[oc] += static_cast<C>(static_cast<cpu::acc_t<T>>(src[(oc / g.Og) * g.c_st])) * wk[oc];
+              }
+            }
+          }
+        }
+      }
+      T* o = out + r * O;
+      for (int64_t oc = 0; oc < O; ++oc) o[oc] = T(a[oc]);
+    }
+  });
+}
+
 template <typename T>
 void conv_typed(const Node& node, const array& x, const array& w, array& y) {
   // float64 is computed in double; the 16-bit floats in float, rounded once at the end.
@@ -161,6 +212,7 @@ void conv_typed(const Node& node, const array& x, const array& w, array& y) {
   }
   const std::vector<C> wm = weight_matrix<T, C>(w, g, node.state.b(6));
   const T* xp = static_cast<const T*>(x.buffer()->ptr) + x.offset();
+  if (g.G > 1 && g.Cg == 1) return depthwise<T, C>(xp, g, wm, out);
   const int64_t rows = g.N * g.out[0] * g.out[1] * g.out[2];
   const int64_t row_len = g.G * KC;
 

@@ -300,6 +300,8 @@ TEST(Conv, GeneralMatchesDirectLoopReference) {
       {{1, 5, 4, 3}, {2, 2, 3, 3}, {{1, 2}, {1, 2}, {0, 1}, {2, 1}, {2, 1}, 1, true}},
       {{2, 4, 5, 6}, {4, 3, 3, 3}, {{2, 1}, {2, 2}, {3, 1}, {1, 2}, {3, 2}, 2, true}},
       {{1, 5, 5, 8}, {8, 1, 1, 1}, {{1, 1}, {0, 0}, {0, 0}, {1, 1}, {1, 1}, 8, false}},  // depthwise
+      {{2, 6, 5, 4}, {8, 3, 3, 1}, {{2, 1}, {1, 2}, {0, 1}, {1, 2}, {1, 1}, 4, true}},   // depthwise, multiplier 2
+      {{1, 7, 3}, {3, 3, 1}, {{1}, {2}, {2}, {1}, {2}, 3, false}},                       // depthwise 1-D
       // 3-D (groups too: the primitive supports them even though MLX's op refuses).
       {{1, 4, 4, 4, 2}, {2, 2, 2, 2, 2}, {{1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}, {1, 1, 1}, 1, false}},
       {{2, 5, 3, 4, 3}, {4, 2, 3, 2, 3}, {{2, 1, 3}, {1, 0, 2}, {0, 2, 1}, {1, 2, 1}, {1, 1, 2}, 1, true}},
@@ -459,6 +461,13 @@ TEST(Conv, AllFloatDtypes) {
     auto y = mx::conv_general(x, w, p.stride, p.lo, p.hi, p.kdil, p.idil, p.groups, p.flip);
     EXPECT_EQ(y.dtype(), t);
     expect_close(to_floats(y), ref, tol, "dtype " + mx::dtype_name(t));
+    // Depthwise (its own kernel path).
+    auto wd = arr(rnd(8 * 3 * 3, 9), {8, 3, 3, 1}, t);
+    auto refd = ref_conv(to_floats(x), xs, to_floats(wd), {8, 3, 3, 1},
+                         {{1, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 4, false}, os);
+    auto yd = mx::conv2d(x, wd, {1, 1}, {1, 1}, {1, 1}, 4);
+    EXPECT_EQ(yd.dtype(), t);
+    expect_close(to_floats(yd), refd, tol, "depthwise dtype " + mx::dtype_name(t));
   }
   // float64 keeps double precision (values that float32 would round).
   auto x = mx::array({1.0 + 1e-12, 1.0}, {1, 2, 1}, mx::float64);
@@ -508,6 +517,12 @@ TEST(Conv, NonContiguousInputs) {
                   {{1, 1}, {0, 0}, {0, 0}, {1, 1}, {1, 1}, 2, false}, os);
   y = mx::conv2d(xc, w1, {1, 1}, {0, 0}, {1, 1}, 2);
   expect_close(to_floats(y), want, 1e-5, "strided channels");
+  // The same strided channels through the depthwise path (one input channel per group, multiplier 2).
+  auto wd = mx::array(rnd(8 * 3 * 3 * 1, 25), {8, 3, 3, 1});
+  want = ref_conv(to_floats(xc), {1, 4, 4, 4}, to_floats(wd), {8, 3, 3, 1},
+                  {{1, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 4, false}, os);
+  y = mx::conv2d(xc, wd, {1, 1}, {1, 1}, {1, 1}, 4);
+  expect_close(to_floats(y), want, 1e-5, "strided channels, depthwise");
 }
 
 TEST(Conv, LargeSizesUseTiledGemm) {
@@ -614,3 +629,27 @@ TEST(Conv, ShapeRuleValidatesNodesFromFiles) {
   EXPECT_EQ(y.shape(), mx::Shape({1, 1, 2}));
   EXPECT_EQ(to_floats(y), std::vector<float>({15.0f, 15.0f}));
 }
+
+#if __has_include(<kiln/io.h>)
+#include <kiln/io.h>
+
+// The golden corpus (inputs and outputs written by MLX 0.30.1), run through the matching kiln ops.
+// The parameters are the Convolution states stored in the corpus files.
+TEST(Conv, GoldenCorpusValues) {
+  const std::string dir = std::string(KILN_TEST_DATA) + "/golden/mlx-0.30.1/";
+  auto run = [&](const std::string& name, const std::function<mx::array(const mx::array&, const mx::array&)>& fn) {
+    auto x = mx::load(dir + name + "/call0_arg0.npy");
+    auto w = mx::load(dir + name + "/call0_arg1.npy");
+    auto want = mx::load(dir + name + "/call0_out0.npy");
+    auto y = fn(x, w);
+    EXPECT_EQ(y.shape(), want.shape()) << name;
+    expect_close(to_floats(y), to_floats(want), 1e-4, name);
+  };
+  run("conv1d", [](auto& x, auto& w) { return mx::conv1d(x, w, 2, 1); });
+  run("conv2d", [](auto& x, auto& w) { return mx::conv2d(x, w, {1, 1}, {1, 1}); });
+  run("conv2d_groups", [](auto& x, auto& w) { return mx::conv2d(x, w, {1, 1}, {0, 0}, {1, 1}, 2); });
+  run("conv2d_strided_dilated", [](auto& x, auto& w) { return mx::conv2d(x, w, {2, 1}, {0, 1}, {1, 2}); });
+  run("conv3d", [](auto& x, auto& w) { return mx::conv3d(x, w); });
+  run("conv_transpose2d", [](auto& x, auto& w) { return mx::conv_transpose2d(x, w, {2, 2}, {1, 1}); });
+}
+#endif

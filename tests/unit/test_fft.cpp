@@ -430,3 +430,28 @@ TEST(FFT, KernelRejectsInconsistentNodes) {
   auto ok = mx::make_array(def, mx::State{SV{1}, true, true}, {c}, {{{2, 9}, mx::float32}});
   EXPECT_NO_THROW(ok.eval());
 }
+
+#if __has_include(<kiln/io.h>)
+#include <kiln/io.h>
+
+// The golden corpus case fft_family (MLX 0.30.1): x (4, 6) float32 -> real and imaginary parts of
+// fft2(x), |rfft2(x)|, irfft2(rfft2(x), (4, 6)) and the real part of ifft2(fft2(x)).
+TEST(FFT, GoldenCorpusValues) {
+  const std::string dir = std::string(KILN_TEST_DATA) + "/golden/mlx-0.30.1/fft_family/";
+  auto x = mx::load(dir + "call0_arg0.npy");
+  std::vector<std::vector<float>> want;
+  for (int i = 0; i < 5; ++i) want.push_back(reals(mx::load(dir + "call0_out" + std::to_string(i) + ".npy")));
+  auto f = cplx(mx::fft::fft2(x));
+  auto r = cplx(mx::fft::rfft2(x));
+  ASSERT_EQ(f.size(), want[0].size());
+  ASSERT_EQ(r.size(), want[2].size());
+  for (size_t i = 0; i < f.size(); ++i) {
+    EXPECT_NEAR(f[i].real(), want[0][i], 1e-4);
+    EXPECT_NEAR(f[i].imag(), want[1][i], 1e-4);
+  }
+  for (size_t i = 0; i < r.size(); ++i) EXPECT_NEAR(std::abs(r[i]), want[2][i], 1e-4);
+  expect_near(reals(mx::fft::irfft2(mx::fft::rfft2(x), {4, 6}, {-2, -1})), want[3], 1e-5f, "irfft2");
+  auto back = cplx(mx::fft::ifft2(mx::fft::fft2(x)));
+  for (size_t i = 0; i < back.size(); ++i) EXPECT_NEAR(back[i].real(), want[4][i], 1e-5);
+}
+#endif

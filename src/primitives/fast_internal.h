@@ -1,0 +1,59 @@
+// Shared by the fused-primitive files (fast_*.cpp) and the quantized matmuls: BLAS glue and helpers
+// for walking the rows of strided arrays.
+#pragma once
+
+#include <cblas.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/dispatch.h"
+#include "kiln/array.h"
+#include "kiln/primitive.h"
+
+namespace kiln::fastk {
+
+// Row-major C = alpha · op(A) · op(B) + beta · C in float or double.
+inline void gemm(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
+                 int ldb, float beta, float* C, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda,
+              B, ldb, beta, C, ldc);
+}
+inline void gemm(bool ta, bool tb, int M, int N, int K, double alpha, const double* A, int lda, const double* B,
+                 int ldb, double beta, double* C, int ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda,
+              B, ldb, beta, C, ldc);
+}
+
+// Element offset of row `r` of `a`, where rows run over every axis but the last.
+inline int64_t row_offset(const array& a, int64_t r) {
+  const auto& sh = a.shape();
+  const auto& st = a.strides();
+  int64_t off = 0;
+  for (int d = static_cast<int>(sh.size()) - 2; d >= 0 && r > 0; --d) {
+    off += (r % sh[d]) * st[d];
+    r /= sh[d];
+  }
+  return off;
+}
+
+// `a` with a unit stride along its last axis (a copy only when needed).
+array unit_last_stride(const array& a);
+
+// Stride of `a` along `axis` once broadcast to a shape of rank `ndim` (0 on broadcast axes).
+inline int64_t bstride(const array& a, int axis, int ndim) {
+  int k = axis - (ndim - static_cast<int>(a.ndim()));
+  if (k < 0 || a.shape()[k] == 1) return 0;
+  return a.strides()[k];
+}
+
+// Throws "[api] Expected lo..hi inputs but got n." (a malformed file).
+void check_arity(const char* api, const std::vector<ArraySpec>& in, size_t lo, size_t hi);
+
+// Definitions of the sub-families (called from register_fast()).
+void define_norms();
+void define_rope();
+void define_sdpa();
+
+}  // namespace kiln::fastk

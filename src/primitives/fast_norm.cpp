@@ -1,0 +1,304 @@
+// Fused normalization primitives: RMSNorm, LayerNorm and their VJPs. One pass per row over the last
+// axis, accumulating in float (double for float64); rows run in parallel.
+#include <cmath>
+
+#include "backend/cpu/loops.h"
+#include "primitives/common.h"
+#include "primitives/fast_internal.h"
+
+namespace kiln::fastk {
+
+namespace {
+
+using cpu::acc_t;
+
+// x: at least 1-D floating; each affine parameter is a scalar or a vector of x's last-axis size, of x's dtype.
+void check_norm_inputs(const char* api, const std::vector<ArraySpec>& in, size_t nparams) {
+  const ArraySpec& x = in[0];
+  if (x.shape.empty()) {
+    throw std::invalid_argument(std::string("[") + api +
+                                "] Input must have at least 1 dimension but got input with 0 dimensions.");
+  }
+  if (!is_floating_point(x.dtype)) {
+    throw std::invalid_argument(std::string("[") + api + "] Received unsupported type " + dtype_name(x.dtype) + ".");
+  }
+  static const char* names[] = {"weight", "bias"};
+  for (size_t k = 1; k <= nparams; ++k) {
+    const ArraySpec& p = in[k];
+    if (p.shape.size() > 1 || (p.shape.size() == 1 && p.shape[0] != x.shape.back())) {
+      throw std::invalid_argument(std::string("[") + api + "] " + names[k - 1] +
+                                  " must be a scalar or have the size of the last dimension of x (" +
+                                  std::to_string(x.shape.back()) + ") but has shape " +
+                                  detail::shape_str(p.shape) + ".");
+    }
+    if (p.dtype != x.dtype) {
+      throw std::invalid_argument(std::string("[") + api + "] " + names[k - 1] + " must have the dtype of x (" +
+                                  dtype_name(x.dtype) + ") but has " + dtype_name(p.dtype) + ".");
+    }
+  }
+}
+
+std::vector<ArraySpec> rms_infer(const State&, const std::vector<ArraySpec>& in) {
+  check_arity("rms_norm", in, 2, 2);
+  check_norm_inputs("rms_norm", in, 1);
+  return {in[0]};
+}
+
+std::vector<ArraySpec> layer_infer(const State&, const std::vector<ArraySpec>& in) {
+  check_arity("layer_norm", in, 3, 3);
+  check_norm_inputs("layer_norm", in, 2);
+  return {in[0]};
+}
+
+void check_cotangent(const char* api, const std::vector<ArraySpec>& in) {
+  const ArraySpec& g = in.back();
+  if (g.shape != in[0].shape || g.dtype != in[0].dtype) {
+    throw std::invalid_argument(std::string("[") + api + "] The cotangent must match x (" +
+                                detail::shape_str(in[0].shape) + ", " + dtype_name(in[0].dtype) + ") but has " +
+                                detail::shape_str(g.shape) + ", " + dtype_name(g.dtype) + ".");
+  }
+}
+
+std::vector<ArraySpec> rms_vjp_infer(const State&, const std::vector<ArraySpec>& in) {
+  check_arity("rms_norm_vjp", in, 3, 3);
+  check_norm_inputs("rms_norm_vjp", in, 1);
+  check_cotangent("rms_norm_vjp", in);
+  return {in[0], in[1]};
+}
+
+std::vector<ArraySpec> layer_vjp_infer(const State&, const std::vector<ArraySpec>& in) {
+  check_arity("layer_norm_vjp", in, 4, 4);
+  check_norm_inputs("layer_norm_vjp", in, 2);
+  check_cotangent("layer_norm_vjp", in);
+  return {in[0], in[1], in[2]};
+}
+
+// Row geometry shared by the kernels: x with a unit last stride, D features per row.
+struct Rows {
+  array x;
+  int64_t D = 0, n = 0;
+  size_t grain = 1;
+  explicit Rows(const array& in) : x(unit_last_stride(in)) {
+    D = x.shape().back();
+    n = D == 0 ? 0 : static_cast<int64_t>(x.size()) / D;
+    grain = std::max<size_t>(1, cpu::kGrainMedium / std::max<int64_t>(D, 1));
+  }
+  template <typename T>
+  const T* row(int64_t r) const {
+    return x.data<T>() + row_offset(x, r);
+  }
+};
+
+// A small parameter vector (weight or bias) as a contiguous pointer plus a 0/1 stride (0: a scalar).
+template <typename T>
+struct Param {
+  array a;
+  const T* p;
+  int64_t st;
+  explicit Param(const array& in) : a(cpu::contiguous_copy(in)), p(a.data<T>()), st(a.size() == 1 ? 0 : 1) {}
+};
+
+// Split `rows` into a few chunks (one partial sum buffer each) and run fn(chunk, begin, end) in parallel.
+template <typename F>
+int64_t chunked(int64_t rows, size_t grain, F&& fn) {
+  int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(cpu::num_threads(), rows / static_cast<int64_t>(grain)));
+  int64_t per = (rows + chunks - 1) / std::max<int64_t>(chunks, 1);
+  cpu::parallel_for(static_cast<size_t>(chunks), 1, [&](size_t b, size_t e) {
+    for (size_t c = b; c < e; ++c) {
+      int64_t r0 = static_cast<int64_t>(c) * per;
+      fn(static_cast<int64_t>(c), r0, std::min(rows, r0 + per));
+    }
+  });
+  return chunks;
+}
+
+template <typename T>
+void rms_kernel(const std::vector<array>& in, array& out, float eps) {
+  using A = acc_t<T>;
+  Rows R(in[0]);
+  Param<T> w(in[1]);
+  out.alloc();
+  T* o = out.data<T>();
+  const int64_t D = R.D;
+  cpu::parallel_for(static_cast<size_t>(R.n), R.grain, [&](size_t b, size_t e) {
+    for (size_t r = b; r < e; ++r) {
+      const T* xr = R.row<T>(static_cast<int64_t>(r));
+      T* orow = o + static_cast<int64_t>(r) * D;
+      A ss = 0;
+      for (int64_t i = 0; i < D; ++i) ss += A(xr[i]) * A(xr[i]);
+      const A inv = A(1) / std::sqrt(ss / A(D) + A(eps));
+      // Normalize, round to T, then scale: the rounding steps of MLX's reference.
+      for (int64_t i = 0; i < D; ++i) orow[i] = T(A(w.p[i * w.st]) * A(T(A(xr[i]) * inv)));
+    }
+  });
+}
+
+template <typename T>
+void layer_kernel(const std::vector<array>& in, array& out, float eps) {
+  using A = acc_t<T>;
+  Rows R(in[0]);
+  Param<T> w(in[1]), bias(in[2]);
+  out.alloc();
+  T* o = out.data<T>();
+  const int64_t D = R.D;
+  cpu::parallel_for(static_cast<size_t>(R.n), R.grain, [&](size_t b, size_t e) {
+    for (size_t r = b; r < e; ++r) {
+      const T* xr = R.row<T>(static_cast<int64_t>(r));
+      T* orow = o + static_cast<int64_t>(r) * D;
+      A s = 0;
+      for (int64_t i = 0; i < D; ++i) s += A(xr[i]);
+      const A mean = s / A(D);
+      A v = 0;
+      for (int64_t i = 0; i < D; ++i) v += (A(xr[i]) - mean) * (A(xr[i]) - mean);
+      const A inv = A(1) / std::sqrt(v / A(D) + A(eps));
+      for (int64_t i = 0; i < D; ++i) {
+        T y = T((A(xr[i]) - mean) * inv);
+        y = T(A(y) * A(w.p[i * w.st]));
+        orow[i] = T(A(y) + A(bias.p[i * bias.st]));
+      }
+    }
+  });
+}
+
+// Writes the summed partial buffers (chunks × D) into `out` (shape (D,)), or zeros for a scalar parameter.
+template <typename T, typename A>
+void finish_param_grad(const std::vector<A>& part, int64_t chunks, int64_t D, array& out) {
+  out.alloc();
+  T* p = out.data<T>();
+  if (out.ndim() == 0) {
+    p[0] = T(0.0f);
+    return;
+  }
+  for (int64_t i = 0; i < D; ++i) {
+    A s = 0;
+    for (int64_t c = 0; c < chunks; ++c) s += part[c * D + i];
+    p[i] = T(s);
+  }
+}
+
+template <typename T>
+void rms_vjp_kernel(const std::vector<array>& in, std::vector<array>& out, float eps) {
+  using A = acc_t<T>;
+  Rows R(in[0]);
+  Param<T> w(in[1]);
+  array g = cpu::contiguous_copy(in[2]);
+  out[0].alloc();
+  T* dx = out[0].data<T>();
+  const T* gp = g.data<T>();
+  const int64_t D = R.D;
+  const int64_t max_chunks = std::max<int64_t>(1, cpu::num_threads());
+  std::vector<A> part(static_cast<size_t>(max_chunks * D), A(0));
+  int64_t chunks = chunked(R.n, R.grain, [&](int64_t c, int64_t r0, int64_t r1) {
+    A* dw = part.data() + c * D;
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* xr = R.row<T>(r);
+      const T* gr = gp + r * D;
+      T* dr = dx + r * D;
+      A ss = 0, t = 0;
+      for (int64_t i = 0; i < D; ++i) {
+        ss += A(xr[i]) * A(xr[i]);
+        t += A(gr[i]) * A(w.p[i * w.st]) * A(xr[i]);
+      }
+      const A n = A(1) / std::sqrt(ss / A(D) + A(eps));
+      const A c3 = (t / A(D)) * n * n * n;
+      for (int64_t i = 0; i < D; ++i) {
+        dr[i] = T(A(gr[i]) * A(w.p[i * w.st]) * n - A(xr[i]) * c3);
+        dw[i] += A(gr[i]) * A(xr[i]) * n;
+      }
+    }
+  });
+  finish_param_grad<T>(part, chunks, D, out[1]);
+}
+
+template <typename T>
+void layer_vjp_kernel(const std::vector<array>& in, std::vector<array>& out, float eps) {
+  using A = acc_t<T>;
+  Rows R(in[0]);
+  Param<T> w(in[1]);
+  array g = cpu::contiguous_copy(in[3]);
+  out[0].alloc();
+  T* dx = out[0].data<T>();
+  const T* gp = g.data<T>();
+  const int64_t D = R.D;
+  const int64_t max_chunks = std::max<int64_t>(1, cpu::num_threads());
+  std::vector<A> pw(static_cast<size_t>(max_chunks * D), A(0)), pb(pw.size(), A(0));
+  int64_t chunks = chunked(R.n, R.grain, [&](int64_t c, int64_t r0, int64_t r1) {
+    A* dw = pw.data() + c * D;
+    A* db = pb.data() + c * D;
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* xr = R.row<T>(r);
+      const T* gr = gp + r * D;
+      T* dr = dx + r * D;
+      A s = 0;
+      for (int64_t i = 0; i < D; ++i) s += A(xr[i]);
+      const A mean = s / A(D);
+      A v = 0, swg = 0, swgxc = 0;
+      for (int64_t i = 0; i < D; ++i) {
+        const A xc = A(xr[i]) - mean;
+        const A wg = A(w.p[i * w.st]) * A(gr[i]);
+        v += xc * xc;
+        swg += wg;
+        swgxc += wg * xc;
+      }
+      const A n = A(1) / std::sqrt(v / A(D) + A(eps));
+      const A mwg = swg / A(D);
+      const A c3 = (swgxc / A(D)) * n * n * n;
+      for (int64_t i = 0; i < D; ++i) {
+        const A xc = A(xr[i]) - mean;
+        const A wg = A(w.p[i * w.st]) * A(gr[i]);
+        dr[i] = T((wg - mwg) * n - xc * c3);
+        dw[i] += A(gr[i]) * xc * n;
+        db[i] += A(gr[i]);
+      }
+    }
+  });
+  finish_param_grad<T>(pw, chunks, D, out[1]);
+  finish_param_grad<T>(pb, chunks, D, out[2]);
+}
+
+// Empty inputs: allocate the outputs (zero-filled, so parameter gradients are the empty sums).
+bool handle_empty(const std::vector<array>& in, std::vector<array>& out) {
+  if (in[0].size() != 0) return false;
+  for (auto& o : out) {
+    o.alloc();
+    if (o.nbytes()) std::memset(o.raw_data(), 0, o.nbytes());
+  }
+  return true;
+}
+
+void rms_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
+  if (handle_empty(in, out)) return;
+  cpu::dispatch_float(out[0].dtype(), "rms_norm",
+                      [&](auto t) { rms_kernel<decltype(t)>(in, out[0], node.state.f(1)); });
+}
+void layer_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
+  if (handle_empty(in, out)) return;
+  cpu::dispatch_float(out[0].dtype(), "layer_norm",
+                      [&](auto t) { layer_kernel<decltype(t)>(in, out[0], node.state.f(1)); });
+}
+void rms_vjp_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
+  if (handle_empty(in, out)) return;
+  cpu::dispatch_float(out[0].dtype(), "rms_norm_vjp",
+                      [&](auto t) { rms_vjp_kernel<decltype(t)>(in, out, node.state.f(1)); });
+}
+void layer_vjp_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
+  if (handle_empty(in, out)) return;
+  cpu::dispatch_float(out[0].dtype(), "layer_norm_vjp",
+                      [&](auto t) { layer_vjp_kernel<decltype(t)>(in, out, node.state.f(1)); });
+}
+
+}  // namespace
+
+void define_norms() {
+  const std::vector<Field> eps_fields = {{"fallback", FieldType::Placeholder}, {"eps", FieldType::Float}};
+  registry::define({.name = "RMSNorm", .fields = eps_fields, .min_inputs = 2, .max_inputs = 2,
+                    .infer = rms_infer, .cpu = rms_cpu});
+  registry::define({.name = "RMSNormVJP", .fields = eps_fields, .min_inputs = 3, .max_inputs = 3,
+                    .num_outputs = 2, .infer = rms_vjp_infer, .cpu = rms_vjp_cpu, .shapeless = false});
+  registry::define({.name = "LayerNorm", .fields = eps_fields, .min_inputs = 3, .max_inputs = 3,
+                    .infer = layer_infer, .cpu = layer_cpu});
+  registry::define({.name = "LayerNormVJP", .fields = eps_fields, .min_inputs = 4, .max_inputs = 4,
+                    .num_outputs = 3, .infer = layer_vjp_infer, .cpu = layer_vjp_cpu, .shapeless = false});
+}
+
+}  // namespace kiln::fastk

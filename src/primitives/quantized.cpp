@@ -1,0 +1,447 @@
+// The Quantize primitive (quantize and dequantize, every mode) and the quantize/dequantize ops.
+// Results match MLX 0.30.1 bit for bit: affine quantization follows MLX's CPU kernel (float math),
+// the fp modes and dequantization follow the op graphs MLX evaluates on the CPU, so every step that
+// MLX does in the weight's dtype is rounded to that dtype here too.
+#include "backend/cpu/loops.h"
+#include "kiln/ops/elementwise.h"
+#include "primitives/common.h"
+#include "primitives/quantized_internal.h"
+
+namespace kiln {
+
+std::string quantization_mode_to_string(QuantizationMode mode) {
+  switch (mode) {
+    case QuantizationMode::Affine: return "affine";
+    case QuantizationMode::Mxfp4: return "mxfp4";
+    case QuantizationMode::Mxfp8: return "mxfp8";
+    case QuantizationMode::Nvfp4: return "nvfp4";
+  }
+  return "unknown";
+}
+
+QuantizationMode string_to_quantization_mode(const std::string& mode, std::string_view tag) {
+  if (mode == "affine") return QuantizationMode::Affine;
+  if (mode == "mxfp4") return QuantizationMode::Mxfp4;
+  if (mode == "mxfp8") return QuantizationMode::Mxfp8;
+  if (mode == "nvfp4") return QuantizationMode::Nvfp4;
+  std::string msg = tag.empty() ? "" : "[" + std::string(tag) + "]";
+  throw std::invalid_argument(msg + " Invalid quantization mode '" + mode + "'.");
+}
+
+namespace quant {
+
+void validate_params(const char* api, QuantizationMode mode, int group_size, int bits) {
+  const std::string tag = std::string("[") + api + "] ";
+  if (mode == QuantizationMode::Affine) {
+    if (group_size != 32 && group_size != 64 && group_size != 128) {
+      throw std::invalid_argument(tag + "The requested group size " + std::to_string(group_size) +
+                                  " is not supported. The supported group sizes are 32, 64, and 128.");
+    }
+    if (bits < 2 || bits > 8 || bits == 7) {
+      throw std::invalid_argument(tag + "The requested number of bits " + std::to_string(bits) +
+                                  " is not supported. The supported bits are 2, 3, 4, 5, 6 and 8.");
+    }
+    return;
+  }
+  const int gs = mode == QuantizationMode::Nvfp4 ? 16 : 32;
+  const int b = mode == QuantizationMode::Mxfp8 ? 8 : 4;
+  if (group_size != gs) {
+    throw std::invalid_argument(tag + quantization_mode_to_string(mode) + " quantization requires group size " +
+                                std::to_string(gs) + " but got " + std::to_string(group_size) + ".");
+  }
+  if (bits != b) {
+    throw std::invalid_argument(tag + quantization_mode_to_string(mode) + " quantization requires bits to be " +
+                                std::to_string(b) + " but got " + std::to_string(bits) + ".");
+  }
+}
+
+QuantizationMode mode_from_code(const char* api, int code) {
+  if (code < 0 || code > 3) {
+    throw std::invalid_argument(std::string("[") + api + "] Invalid quantization mode code " + std::to_string(code) +
+                                ".");
+  }
+  return static_cast<QuantizationMode>(code);
+}
+
+namespace {
+
+// State: placeholder, group_size, bits, mode, dequantize.
+std::vector<ArraySpec> quantize_infer(const State& st, const std::vector<ArraySpec>& in) {
+  const bool deq = st.b(4);
+  const char* api = deq ? "dequantize" : "quantize";
+  const QuantizationMode mode = mode_from_code(api, st.i(3));
+  const int gs = st.i(1), bits = st.i(2);
+  validate_params(api, mode, gs, bits);
+  const bool affine = mode == QuantizationMode::Affine;
+  const size_t n_in = deq ? (affine ? 3 : 2) : 1;
+  if (in.size() != n_in) {
+    throw std::invalid_argument(std::string("[") + api + "] Expected " + std::to_string(n_in) + " inputs for mode '" +
+                                quantization_mode_to_string(mode) + "' but got " + std::to_string(in.size()) + ".");
+  }
+  const ArraySpec& w = in[0];
+  if (w.shape.size() < 2) {
+    throw std::invalid_argument(std::string("[") + api + "] The matrix must have at least 2 dimensions but it has " +
+                                std::to_string(w.shape.size()) + ".");
+  }
+  if (!deq) {
+    if (!is_floating_point(w.dtype)) {
+      throw std::invalid_argument("[quantize] Only real floating types can be quantized but w has type " +
+                                  dtype_name(w.dtype) + ".");
+    }
+    if (w.shape.back() % gs != 0) {
+      throw std::invalid_argument(
+          "[quantize] The last dimension of the matrix needs to be divisible by the quantization group size " +
+          std::to_string(gs) + ". However the provided  matrix has shape " + detail::shape_str(w.shape));
+    }
+    Shape wq = w.shape, sc = w.shape;
+    wq.back() = w.shape.back() / 32 * bits + (w.shape.back() % 32) * bits / 32;
+    sc.back() = w.shape.back() / gs;
+    if (affine) return {{wq, uint32}, {sc, w.dtype}, {sc, w.dtype}};
+    return {{wq, uint32}, {sc, uint8}};
+  }
+  const ArraySpec& s = in[1];
+  if (w.dtype != uint32) throw std::invalid_argument("[dequantize] The matrix should be given as a uint32");
+  Shape wb(w.shape.begin(), w.shape.end() - 1), sb(s.shape.begin(), s.shape.end());
+  if (!sb.empty()) sb.pop_back();
+  const int64_t out_last = static_cast<int64_t>(w.shape.back()) * 32 / bits;
+  if (wb != sb || (static_cast<int64_t>(w.shape.back()) * 32) % bits != 0 ||
+      out_last != static_cast<int64_t>(s.shape.back()) * gs ||
+      (affine && in[2].shape != s.shape)) {
+    throw std::invalid_argument(std::string("[dequantize] Shape of scales") + (affine ? " and biases" : "") +
+                                " does not match the matrix given the quantization parameters. Provided matrix of "
+                                "shape " +
+                                detail::shape_str(w.shape) + " and scales of shape " + detail::shape_str(s.shape) +
+                                " with group_size=" + std::to_string(gs) + " and bits=" + std::to_string(bits) + ".");
+  }
+  Shape out = w.shape;
+  out.back() = static_cast<int32_t>(out_last);
+  if (affine) {
+    if (!is_floating_point(s.dtype) || in[2].dtype != s.dtype) {
+      throw std::invalid_argument("[dequantize] Scales and biases must share one floating dtype but got " +
+                                  dtype_name(s.dtype) + " and " + dtype_name(in[2].dtype) + ".");
+    }
+    return {{out, s.dtype}};
+  }
+  if (s.dtype != uint8) {
+    throw std::invalid_argument("[dequantize] Scales must be uint8 for quantization mode '" +
+                                quantization_mode_to_string(mode) + "' but have type " + dtype_name(s.dtype) + ".");
+  }
+  // The output dtype is a parameter of the op that the state does not hold: MLX's default here, the
+  // recorded dtype when read from a file.
+  return {{out, bfloat16}};
+}
+
+// A value of T in T's arithmetic type: rounds to T (the step MLX does in the weight's dtype).
+template <typename T>
+inline cpu::acc_t<T> rt(cpu::acc_t<T> v) {
+  return cpu::acc_t<T>(T(v));
+}
+
+template <typename T, int B>
+void affine_quantize(const array& w, std::vector<array>& out, int gs) {
+  using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const T* src = w.data<T>();
+  uint8_t* dst = reinterpret_cast<uint8_t*>(out[0].data<uint32_t>());
+  T* sc = out[1].data<T>();
+  T* bi = out[2].data<T>();
+  const int64_t ngroups = static_cast<int64_t>(w.size()) / gs;
+  const int64_t gbytes = static_cast<int64_t>(gs) * B / 8;
+  const A n_bins = A((1 << B) - 1);
+  const A eps = A(1e-7f);
+  cpu::parallel_for(static_cast<size_t>(ngroups), std::max(1, 4096 / gs), [&](size_t g0, size_t g1) {
+    uint32_t c[8];
+    for (size_t g = g0; g < g1; ++g) {
+      const T* x = src + g * gs;
+      A wmin = std::numeric_limits<A>::infinity(), wmax = -wmin;
+      for (int j = 0; j < gs; ++j) {
+        wmax = std::max(wmax, A(x[j]));  // std::max/min skip NaN here, as in MLX
+        wmin = std::min(wmin, A(x[j]));
+      }
+      const bool mask = std::abs(wmin) > std::abs(wmax);
+      A scale = std::max((wmax - wmin) / n_bins, eps);
+      scale = mask ? scale : -scale;
+      const A edge = mask ? wmin : wmax;
+      const A q0 = std::rint(edge / scale);
+      A bias = 0;
+      if (q0 != 0) {
+        scale = edge / q0;
+        bias = edge;
+      }
+      uint8_t* p = dst + g * gbytes;
+      for (int j = 0; j < gs; j += 8, p += B) {
+        for (int k = 0; k < 8; ++k) {
+          A q = std::rint((A(x[j + k]) - bias) / scale);
+          q = std::min(std::max(q, A(0)), n_bins);
+          c[k] = std::isnan(q) ? 0u : static_cast<uint32_t>(q);
+        }
+        pack8<B>(c, p);
+      }
+      sc[g] = T(scale);
+      bi[g] = T(bias);
+    }
+  });
+}
+
+template <typename T, int B>
+void affine_dequantize(const std::vector<array>& in, array& out, int gs) {
+  using A = cpu::acc_t<T>;
+  const array s = cpu::contiguous_copy(in[1]), b = cpu::contiguous_copy(in[2]);
+  const uint8_t* src = reinterpret_cast<const uint8_t*>(in[0].data<uint32_t>());
+  const T* sp = s.data<T>();
+  const T* bp = b.data<T>();
+  T* dst = out.data<T>();
+  const int64_t gbytes = static_cast<int64_t>(gs) * B / 8;
+  cpu::parallel_for(s.size(), std::max(1, 4096 / gs), [&](size_t g0, size_t g1) {
+    uint32_t c[8];
+    for (size_t g = g0; g < g1; ++g) {
+      const uint8_t* p = src + g * gbytes;
+      const A sv = A(sp[g]), bv = A(bp[g]);
+      T* d = dst + g * gs;
+      for (int j = 0; j < gs; j += 8, p += B) {
+        unpack8<B>(p, c);
+        for (int k = 0; k < 8; ++k) d[j + k] = T(rt<T>(A(c[k]) * sv) + bv);
+      }
+    }
+  });
+}
+
+template <typename T>
+void fp_quantize(const array& w, std::vector<array>& out, int gs, QuantizationMode mode) {
+  using A = cpu::acc_t<T>;
+  const T* src = w.data<T>();
+  uint8_t* dst = reinterpret_cast<uint8_t*>(out[0].data<uint32_t>());
+  uint8_t* sc = out[1].data<uint8_t>();
+  const int bits = mode == QuantizationMode::Mxfp8 ? 8 : 4;
+  const A maxval = bits == 4 ? A(6) : A(448);
+  const int64_t ngroups = static_cast<int64_t>(w.size()) / gs;
+  cpu::parallel_for(static_cast<size_t>(ngroups), std::max(1, 4096 / gs), [&](size_t g0, size_t g1) {
+    std::vector<A> wq(gs);
+    for (size_t g = g0; g < g1; ++g) {
+      const T* x = src + g * gs;
+      A amax = std::abs(A(x[0]));
+      for (int j = 1; j < gs; ++j) {
+        const A v = std::abs(A(x[j]));
+        amax = (std::isnan(v) || v > amax) ? v : amax;  // NaN propagates, as MLX's max does
+        if (std::isnan(amax)) break;
+      }
+      const A scale = rt<T>(amax / maxval);
+      A div;
+      if (mode == QuantizationMode::Nvfp4) {
+        sc[g] = to_fp8(static_cast<float>(scale));
+        div = A(from_fp8(sc[g]));
+      } else {
+        // E8M0: round(log2(scale)) through int32, kept as T; zero scales give exponent 0.
+        A e = 0;
+        if (scale != A(0)) e = A(T(static_cast<A>(cpu::cast_to<int32_t>(std::rint(rt<T>(std::log2(scale)))))));
+        div = rt<T>(std::pow(A(2), e));
+        sc[g] = cpu::cast_to<uint8_t>(rt<T>(e + A(127)));
+      }
+      for (int j = 0; j < gs; ++j) wq[j] = rt<T>(A(x[j]) / div);
+      uint8_t* p = dst + g * (static_cast<int64_t>(gs) * bits / 8);
+      if (bits == 8) {
+        for (int j = 0; j < gs; ++j) p[j] = to_fp8(static_cast<float>(wq[j]));
+        continue;
+      }
+      for (int j = 0; j < gs; j += 2) {
+        uint8_t code[2];
+        for (int h = 0; h < 2; ++h) {
+          // The nearest E2M1 value by distance computed in T; the first of equals wins.
+          const A v = wq[j + h];
+          int best = 0;
+          A bd = std::abs(rt<T>(v - A(kFp4[0])));
+          for (int k = 1; k < 16; ++k) {
+            const A d = std::abs(rt<T>(v - A(kFp4[k])));
+            if (d < bd) {
+              bd = d;
+              best = k;
+            }
+          }
+          code[h] = static_cast<uint8_t>(best);
+        }
+        p[j / 2] = static_cast<uint8_t>(code[0] | (code[1] << 4));
+      }
+    }
+  });
+}
+
+template <typename T>
+void fp_dequantize(const std::vector<array>& in, array& out, int gs, QuantizationMode mode) {
+  using A = cpu::acc_t<T>;
+  const array s = cpu::contiguous_copy(in[1]);
+  const uint8_t* src = reinterpret_cast<const uint8_t*>(in[0].data<uint32_t>());
+  const uint8_t* sp = s.data<uint8_t>();
+  T* dst = out.data<T>();
+  const int bits = mode == QuantizationMode::Mxfp8 ? 8 : 4;
+  cpu::parallel_for(s.size(), std::max(1, 4096 / gs), [&](size_t g0, size_t g1) {
+    for (size_t g = g0; g < g1; ++g) {
+      const A sv = mode == QuantizationMode::Nvfp4 ? rt<T>(A(from_fp8(sp[g])))
+                                                   : rt<T>(std::pow(A(2), rt<T>(A(sp[g]) - A(127))));
+      const uint8_t* p = src + g * (static_cast<int64_t>(gs) * bits / 8);
+      T* d = dst + g * gs;
+      for (int j = 0; j < gs; ++j) {
+        const A v = bits == 8 ? rt<T>(A(from_fp8(p[j]))) : A(kFp4[(p[j / 2] >> (4 * (j & 1))) & 15]);
+        d[j] = T(v * sv);
+      }
+    }
+  });
+}
+
+void quantize_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
+  const State& st = node.state;
+  const int gs = st.i(1), bits = st.i(2);
+  const QuantizationMode mode = static_cast<QuantizationMode>(st.i(3));
+  for (auto& o : out) o.alloc();
+  if (!st.b(4)) {
+    const array w = cpu::contiguous_copy(in[0]);
+    cpu::dispatch_float(w.dtype(), "quantize", [&](auto t) {
+      using T = decltype(t);
+      if (mode == QuantizationMode::Affine) {
+        dispatch_bits(bits, [&](auto b) { affine_quantize<T, decltype(b)::value>(w, out, gs); });
+      } else {
+        fp_quantize<T>(w, out, gs, mode);
+      }
+    });
+    return;
+  }
+  std::vector<array> ins{cpu::contiguous_copy(in[0])};
+  for (size_t i = 1; i < in.size(); ++i) ins.push_back(in[i]);
+  cpu::dispatch_float(out[0].dtype(), "dequantize", [&](auto t) {
+    using T = decltype(t);
+    if (mode == QuantizationMode::Affine) {
+      dispatch_bits(bits, [&](auto b) { affine_dequantize<T, decltype(b)::value>(ins, out[0], gs); });
+    } else {
+      fp_dequantize<T>(ins, out[0], gs, mode);
+    }
+  });
+}
+
+}  // namespace
+
+void define_quantize() {
+  registry::define({.name = "Quantize",
+                    .fields = {{"fallback", FieldType::Placeholder},
+                               {"group_size", FieldType::Int},
+                               {"bits", FieldType::Int},
+                               {"mode", FieldType::Int},
+                               {"dequantize", FieldType::Bool}},
+                    .min_inputs = 1,
+                    .max_inputs = 3,
+                    .num_outputs = -1,
+                    .infer = quantize_infer,
+                    .cpu = quantize_cpu});
+}
+
+}  // namespace quant
+
+namespace primitives {
+void register_quantized() {
+  quant::define_quantize();
+  quant::define_qmm();
+}
+}  // namespace primitives
+
+namespace {
+
+std::pair<int, int> params_for(QuantizationMode mode, std::optional<int> gs, std::optional<int> bits) {
+  int dg = 64, db = 4;
+  if (mode == QuantizationMode::Nvfp4) dg = 16;
+  if (mode == QuantizationMode::Mxfp4 || mode == QuantizationMode::Mxfp8) dg = 32;
+  if (mode == QuantizationMode::Mxfp8) db = 8;
+  return {gs.value_or(dg), bits.value_or(db)};
+}
+
+const PrimitiveDef& quantize_def() {
+  static const PrimitiveDef& d = detail::def("Quantize");
+  return d;
+}
+
+}  // namespace
+
+std::vector<array> quantize(const array& w, std::optional<int> group_size_, std::optional<int> bits_,
+                            const std::string& mode, StreamOrDevice s) {
+  const QuantizationMode qmode = string_to_quantization_mode(mode, "quantize");
+  auto [gs, bits] = params_for(qmode, group_size_, bits_);
+  if (!is_floating_point(w.dtype())) {
+    throw std::invalid_argument("[quantize] Only real floating types can be quantized but w has type " +
+                                dtype_name(w.dtype()) + ".");
+  }
+  if (w.ndim() < 2) {
+    throw std::invalid_argument("[quantize] The matrix to be quantized must have at least 2 dimension but it has only " +
+                                std::to_string(w.ndim()) + ".");
+  }
+  if (gs <= 0 || w.shape(-1) % gs != 0) {
+    throw std::invalid_argument(
+        "[quantize] The last dimension of the matrix needs to be divisible by the quantization group size " +
+        std::to_string(gs) + ". However the provided  matrix has shape " + detail::shape_str(w.shape()));
+  }
+  quant::validate_params("quantize", qmode, gs, bits);
+  State st{std::monostate{}, gs, bits, static_cast<int32_t>(qmode), false};
+  return make_arrays(quantize_def(), std::move(st), {w}, {}, to_stream(s));
+}
+
+array dequantize(const array& w, const array& scales, const std::optional<array>& biases,
+                 std::optional<int> group_size_, std::optional<int> bits_, const std::string& mode,
+                 std::optional<Dtype> dtype, StreamOrDevice s) {
+  const QuantizationMode qmode = string_to_quantization_mode(mode, "dequantize");
+  if (dtype && !is_floating_point(*dtype)) {
+    throw std::invalid_argument("[dequantize] Only real floating types are supported but output dtype == " +
+                                dtype_name(*dtype) + ".");
+  }
+  const bool affine = qmode == QuantizationMode::Affine;
+  Dtype out_type = dtype.value_or(bfloat16);
+  if (affine) {
+    if (!biases) throw std::invalid_argument("[dequantize] Biases must be provided for affine quantization.");
+    const Dtype t = promote_types(scales.dtype(), biases->dtype());
+    if (!is_floating_point(t)) {
+      throw std::invalid_argument("[dequantize] Only real floating types are supported but scales.dtype() == " +
+                                  dtype_name(scales.dtype()) + " and biases.dtype() == " +
+                                  dtype_name(biases->dtype()) + ".");
+    }
+    if (!dtype) out_type = t;
+  } else if (biases) {
+    throw std::invalid_argument("[dequantize] Biases must be null for quantization mode '" + mode + "'.");
+  }
+  auto [gs, bits] = params_for(qmode, group_size_, bits_);
+  if (bits <= 0) throw std::invalid_argument("[dequantize] Invalid value for bits: " + std::to_string(bits));
+  if (gs <= 0) throw std::invalid_argument("[dequantize] Invalid value for group_size: " + std::to_string(gs));
+  if (w.dtype() != uint32) throw std::invalid_argument("[dequantize] The matrix should be given as a uint32");
+  if (w.ndim() < 2) {
+    throw std::invalid_argument(
+        "[dequantize] The matrix to be dequantized must have at least 2 dimension but it has only " +
+        std::to_string(w.ndim()) + ".");
+  }
+  if (!affine) quant::validate_params("dequantize", qmode, gs, bits);
+  Shape wb = w.shape(), sb = scales.shape();
+  const bool rank_ok = wb.size() == sb.size() && (!affine || biases->ndim() == sb.size());
+  wb.back() = sb.empty() ? 0 : -1;
+  if (!sb.empty()) sb.back() = -1;
+  if (!rank_ok || wb != sb || (affine && biases->shape() != scales.shape())) {
+    throw std::invalid_argument(affine ? "[dequantize] Shape of scales and biases does not match the matrix"
+                                       : "[dequantize] Shape of scales does not match the matrix");
+  }
+  if (static_cast<int64_t>(w.shape(-1)) * 32 / bits != static_cast<int64_t>(scales.shape(-1)) * gs) {
+    std::ostringstream msg;
+    msg << "[dequantize] Shape of scales" << (affine ? " and biases" : "")
+        << " does not match the matrix given the quantization parameters. Provided matrix of shape " << w.shape()
+        << " and scales" << (affine ? "/biases" : "") << " of shape " << scales.shape();
+    if (affine) msg << " with group_size=" << gs << " and bits=" << bits;
+    msg << ".";
+    throw std::invalid_argument(msg.str());
+  }
+  if (affine) quant::validate_params("dequantize", qmode, gs, bits);
+  State st{std::monostate{}, gs, bits, static_cast<int32_t>(qmode), true};
+  if (affine) {
+    const Dtype t = promote_types(scales.dtype(), biases->dtype());
+    auto ins = std::vector<array>{w, astype(scales, t, s), astype(*biases, t, s)};
+    return astype(make_arrays(quantize_def(), std::move(st), std::move(ins), {}, to_stream(s))[0], out_type, s);
+  }
+  if (scales.dtype() != uint8) {
+    throw std::invalid_argument("[dequantize] Scales must be uint8 for quantization mode '" + mode +
+                                "' but have type " + dtype_name(scales.dtype()) + ".");
+  }
+  Shape out_shape = w.shape();
+  out_shape.back() = static_cast<int32_t>(static_cast<int64_t>(w.shape(-1)) * 32 / bits);
+  return make_arrays(quantize_def(), std::move(st), {w, scales}, {{out_shape, out_type}}, to_stream(s))[0];
+}
+
+}  // namespace kiln

@@ -1,0 +1,439 @@
+// QuantizedMatmul and GatherQMM, and their ops. The kernel dequantizes tiles of the weight matrix into
+// float (double for float64) and multiplies them with BLAS; tiles run in parallel. Small tiles for a
+// few rows of x (decoding), wide tiles when x has many rows, so x is re-read rarely.
+#include "backend/cpu/loops.h"
+#include "kiln/ops/elementwise.h"
+#include "kiln/ops/shape.h"
+#include "primitives/common.h"
+#include "primitives/fast_internal.h"
+#include "primitives/quantized_internal.h"
+
+namespace kiln {
+
+namespace quant {
+
+namespace {
+
+struct QShape {
+  int64_t K, N;
+};
+
+// Checks the quantized operand (w, scales[, biases]) against x; returns the expanded (K, N).
+QShape check_quantized(const char* api, const State& st, const std::vector<ArraySpec>& in, size_t n_fixed) {
+  const QuantizationMode mode = mode_from_code(api, st.i(2));
+  const int gs = st.i(0), bits = st.i(1);
+  const bool transpose = st.b(3);
+  validate_params(api, mode, gs, bits);
+  const bool affine = mode == QuantizationMode::Affine;
+  const size_t want = n_fixed + (affine ? 4 : 3);
+  if (in.size() != want) {
+    throw std::invalid_argument(std::string("[") + api + "] Expected " + std::to_string(want) + " inputs for mode '" +
+                                quantization_mode_to_string(mode) + "' but got " + std::to_string(in.size()) + ".");
+  }
+  const ArraySpec &x = in[0], &w = in[1], &s = in[2];
+  const std::string tag = std::string("[") + api + "] ";
+  if (w.dtype != uint32) {
+    throw std::invalid_argument(tag + "The weight matrix should be uint32 but received " + dtype_name(w.dtype));
+  }
+  if (w.shape.size() < 2 || x.shape.empty()) {
+    throw std::invalid_argument(tag + "Expected a quantized matrix of at least 2 dimensions and a non-scalar input "
+                                      "but got shapes " +
+                                detail::shape_str(w.shape) + " and " + detail::shape_str(x.shape) + ".");
+  }
+  if (affine && in[3].shape != s.shape) {
+    throw std::invalid_argument(tag + "Scales and biases should have the same shape. Received scales with shape " +
+                                detail::shape_str(s.shape) + " and biases with " + detail::shape_str(in[3].shape));
+  }
+  const int64_t wl = w.shape.back();
+  if (s.shape.size() != w.shape.size() || !std::equal(w.shape.begin(), w.shape.end() - 1, s.shape.begin()) ||
+      (wl * 32) % bits != 0 || wl * 32 / bits != static_cast<int64_t>(s.shape.back()) * gs) {
+    throw std::invalid_argument(tag + "The shapes of the weight and scales are incompatible based on bits and "
+                                      "group_size. w.shape() == " +
+                                detail::shape_str(w.shape) + " and scales.shape() == " + detail::shape_str(s.shape) +
+                                " with group_size=" + std::to_string(gs) + " and bits=" + std::to_string(bits));
+  }
+  if (!is_floating_point(x.dtype)) {
+    throw std::invalid_argument(tag + "Only real floating types are supported but x.dtype() == " +
+                                dtype_name(x.dtype) + ".");
+  }
+  if (affine ? (s.dtype != x.dtype || in[3].dtype != x.dtype) : s.dtype != uint8) {
+    throw std::invalid_argument(tag + "Expected scales" + (affine ? " and biases of x's dtype " : " of dtype uint8 ") +
+                                "but got " + dtype_name(s.dtype) + ".");
+  }
+  const int64_t packed = wl * 32 / bits, rows = w.shape[w.shape.size() - 2];
+  QShape q{transpose ? packed : rows, transpose ? rows : packed};
+  if (x.shape.back() != q.K) {
+    throw std::invalid_argument(tag + "Last dimension of first input with shape (..., " +
+                                std::to_string(x.shape.back()) + ") does not match the expanded quantized matrix (" +
+                                std::to_string(q.K) + ", " + std::to_string(q.N) + ") computed from shape " +
+                                detail::shape_str(w.shape) + " with group_size=" + std::to_string(gs) + ", bits=" +
+                                std::to_string(bits) + " and transpose=" + (transpose ? "true" : "false"));
+  }
+  return q;
+}
+
+// State: group_size, bits, mode, transpose.
+std::vector<ArraySpec> qmm_infer(const State& st, const std::vector<ArraySpec>& in) {
+  QShape q = check_quantized("quantized_matmul", st, in, 0);
+  const ArraySpec &x = in[0], &w = in[1];
+  if (x.shape.size() > 2 && w.shape.size() > 2) {
+    for (size_t i = 1; i < in.size(); ++i) {
+      if (!std::equal(x.shape.begin(), x.shape.end() - 2, in[i].shape.begin(), in[i].shape.end() - 2)) {
+        throw std::invalid_argument("[quantized_matmul] The batch shapes of x " + detail::shape_str(x.shape) +
+                                    " and the quantized operand " + detail::shape_str(in[i].shape) +
+                                    " must be equal (broadcast by the op).");
+      }
+    }
+  }
+  Shape out = x.shape;
+  out.back() = static_cast<int32_t>(q.N);
+  return {{out, x.dtype}};
+}
+
+// State: group_size, bits, mode, transpose, left_sorted, right_sorted.
+std::vector<ArraySpec> gather_qmm_infer(const State& st, const std::vector<ArraySpec>& in) {
+  if (in.size() < 5) {
+    throw std::invalid_argument("[gather_qmm] Expected 5 or 6 inputs but got " + std::to_string(in.size()) + ".");
+  }
+  std::vector<ArraySpec> head(in.begin(), in.end() - 2);
+  QShape q = check_quantized("gather_qmm", st, head, 0);
+  const ArraySpec &x = in[0], &lhs = in[in.size() - 2], &rhs = in.back();
+  if (x.shape.size() < 2) {
+    throw std::invalid_argument("[gather_qmm] Non-quantized input must have at least two dimensions but got input "
+                                "with shape " +
+                                detail::shape_str(x.shape) + ".");
+  }
+  if (lhs.dtype != uint32 || rhs.dtype != uint32 || lhs.shape != rhs.shape) {
+    throw std::invalid_argument("[gather_qmm] The indices must be uint32 arrays of one shape but got " +
+                                detail::shape_str(lhs.shape) + " " + dtype_name(lhs.dtype) + " and " +
+                                detail::shape_str(rhs.shape) + " " + dtype_name(rhs.dtype) + ".");
+  }
+  Shape out = lhs.shape;
+  out.push_back(x.shape[x.shape.size() - 2]);
+  out.push_back(static_cast<int32_t>(q.N));
+  return {{out, x.dtype}};
+}
+
+// `a` with its last two axes row-contiguous (batch axes may keep any strides, e.g. broadcast ones).
+array last2_contiguous(const array& a) {
+  const int nd = static_cast<int>(a.ndim());
+  const auto& sh = a.shape();
+  const auto& st = a.strides();
+  const bool ok = (sh[nd - 1] <= 1 || st[nd - 1] == 1) && (sh[nd - 2] <= 1 || st[nd - 2] == sh[nd - 1]);
+  return ok ? a : cpu::contiguous_copy(a);
+}
+
+// Element offset of batch matrix `b` (row-major over the axes before the last two).
+int64_t batch_offset(const array& a, int64_t b) {
+  int64_t off = 0;
+  for (int d = static_cast<int>(a.ndim()) - 3; d >= 0 && b > 0; --d) {
+    off += (b % a.shape()[d]) * a.strides()[d];
+    b /= a.shape()[d];
+  }
+  return off;
+}
+
+int64_t batch_count(const array& a) {
+  int64_t n = 1;
+  for (size_t d = 0; d + 2 < a.ndim(); ++d) n *= a.shape()[d];
+  return n;
+}
+
+// One product out_b = x_b · W_b(ᵀ) per job; `jobs` holds (x batch, w batch) pairs, out batch = job index.
+template <typename T, typename S>
+void qmm_kernel(const Node& node, const std::vector<array>& in, array& out,
+                const std::vector<std::pair<int64_t, int64_t>>& jobs, int64_t M) {
+  using Acc = cpu::acc_t<T>;
+  const State& st = node.state;
+  const int gs = st.i(0), bits = st.i(1);
+  const QuantizationMode mode = static_cast<QuantizationMode>(st.i(2));
+  const bool transpose = st.b(3);
+  const bool affine = mode == QuantizationMode::Affine;
+  const array w = last2_contiguous(in[1]), sc = last2_contiguous(in[2]);
+  const array bi = affine ? last2_contiguous(in[3]) : array();
+  const int64_t N = out.shape().back();
+  const int64_t K = in[0].shape().back();
+  out.alloc();
+  T* o = out.data<T>();
+  if (out.size() == 0) return;
+  if (K == 0) {
+    std::fill(o, o + out.size(), T(0.0f));
+    return;
+  }
+  // x as contiguous Acc rows (batch-major).
+  const array& x0 = in[0];
+  std::vector<Acc> xbuf;
+  const Acc* X;
+  if (std::is_same_v<T, Acc> && x0.row_contiguous()) {
+    X = reinterpret_cast<const Acc*>(x0.data<T>());
+  } else {
+    const array x1 = fastk::unit_last_stride(x0);
+    xbuf.resize(x1.size());
+    const int64_t rows = static_cast<int64_t>(x1.size()) / K;
+    cpu::parallel_for(static_cast<size_t>(rows), std::max<size_t>(1, cpu::kGrainCheap / K), [&](size_t b, size_t e) {
+      for (size_t r = b; r < e; ++r) {
+        const T* src = x1.data<T>() + fastk::row_offset(x1, static_cast<int64_t>(r));
+        for (int64_t i = 0; i < K; ++i) xbuf[r * K + i] = Acc(src[i]);
+      }
+    });
+    X = xbuf.data();
+  }
+  // Tile width along N: wide for many rows of x, a few weight rows (or one group) otherwise.
+  int64_t nb = M <= 8 ? std::max<int64_t>(1, 16384 / K) : 128;
+  if (!transpose) nb = std::max<int64_t>(gs, (nb + gs - 1) / gs * gs);
+  nb = std::min(nb, N);
+  const int64_t ntiles = (N + nb - 1) / nb;
+  const int64_t row_bytes = (transpose ? K : N) * bits / 8;
+  const int64_t row_groups = (transpose ? K : N) / gs;
+  const uint8_t* wp = reinterpret_cast<const uint8_t*>(w.data<uint32_t>());
+  const S* sp = sc.data<S>();
+  const S* bp = affine ? bi.data<S>() : nullptr;
+
+  dispatch_bits(bits, [&](auto bc) {
+    constexpr int B = decltype(bc)::value;
+    cpu::parallel_for(jobs.size() * static_cast<size_t>(ntiles), 1, [&](size_t t0, size_t t1) {
+      std::vector<Acc> wt(static_cast<size_t>(nb * K));
+      std::vector<Acc> cbuf(std::is_same_v<T, Acc> ? 0 : static_cast<size_t>(M * nb));
+      for (size_t t = t0; t < t1; ++t) {
+        const int64_t job = static_cast<int64_t>(t) / ntiles, tile = static_cast<int64_t>(t) % ntiles;
+        const int64_t n0 = tile * nb, n1 = std::min(N, n0 + nb), nw = n1 - n0;
+        const auto [xb, wb] = jobs[job];
+        const uint8_t* wm = wp + batch_offset(w, wb) * 4;
+        const S* sm = sp + batch_offset(sc, wb);
+        const S* bm = affine ? bp + batch_offset(bi, wb) : nullptr;
+        if (transpose) {
+          for (int64_t n = n0; n < n1; ++n) {
+            dequant_groups<B, Acc, S>(wm + n * row_bytes, sm + n * row_groups, bm ? bm + n * row_groups : nullptr, 0,
+                                      row_groups, gs, mode, wt.data() + (n - n0) * K);
+          }
+        } else {
+          for (int64_t k = 0; k < K; ++k) {
+            dequant_groups<B, Acc, S>(wm + k * row_bytes, sm + k * row_groups, bm ? bm + k * row_groups : nullptr,
+                                      n0 / gs, n1 / gs, gs, mode, wt.data() + k * nw);
+          }
+        }
+        const Acc* xm = X + xb * M * K;
+        T* om = o + job * M * N + n0;
+        Acc* c = std::is_same_v<T, Acc> ? reinterpret_cast<Acc*>(om) : cbuf.data();
+        const int ldc = std::is_same_v<T, Acc> ? static_cast<int>(N) : static_cast<int>(nw);
+        fastk::gemm(false, transpose, static_cast<int>(M), static_cast<int>(nw), static_cast<int>(K), Acc(1), xm,
+                    static_cast<int>(K), wt.data(), static_cast<int>(transpose ? K : nw), Acc(0), c, ldc);
+        if constexpr (!std::is_same_v<T, Acc>) {
+          for (int64_t m = 0; m < M; ++m) {
+            for (int64_t j = 0; j < nw; ++j) om[m * N + j] = T(cbuf[m * nw + j]);
+          }
+        }
+      }
+    });
+  });
+}
+
+template <typename F>
+void dispatch_scales(const Node& node, Dtype x_dtype, F&& f) {
+  cpu::dispatch_float(x_dtype, "quantized_matmul", [&](auto t) {
+    using T = decltype(t);
+    if (node.state.i(2) == static_cast<int>(QuantizationMode::Affine)) {
+      f(T{}, T{});
+    } else {
+      f(T{}, uint8_t{});
+    }
+  });
+}
+
+void qmm_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
+  const array &x = in[0], &w = in[1];
+  const int64_t K = x.shape().back();
+  std::vector<std::pair<int64_t, int64_t>> jobs;
+  int64_t M;
+  if (x.ndim() > 2 && w.ndim() > 2) {
+    M = x.shape()[x.ndim() - 2];
+    for (int64_t b = 0, n = batch_count(x); b < n; ++b) jobs.push_back({b, b});
+  } else {
+    // x's batch axes fold into its rows; a batched w with a matrix x uses its first matrix, as MLX does.
+    M = K == 0 ? static_cast<int64_t>(out[0].size()) / std::max<int64_t>(out[0].shape().back(), 1)
+               : static_cast<int64_t>(x.size()) / K;
+    jobs.push_back({0, 0});
+  }
+  dispatch_scales(node, x.dtype(), [&](auto t, auto s) {
+    qmm_kernel<decltype(t), decltype(s)>(node, in, out[0], jobs, M);
+  });
+}
+
+void gather_qmm_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
+  const array& x = in[0];
+  const array& lhs = in[in.size() - 2];
+  const array& rhs = in.back();
+  const int64_t nx = batch_count(x), nw = batch_count(in[1]);
+  std::vector<std::pair<int64_t, int64_t>> jobs(lhs.size());
+  auto loc = [](const array& a, int64_t i) {
+    int64_t off = 0;
+    for (int d = static_cast<int>(a.ndim()) - 1; d >= 0 && i > 0; --d) {
+      off += (i % a.shape()[d]) * a.strides()[d];
+      i /= a.shape()[d];
+    }
+    return off;
+  };
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const int64_t li = lhs.data<uint32_t>()[loc(lhs, static_cast<int64_t>(i))];
+    const int64_t ri = rhs.data<uint32_t>()[loc(rhs, static_cast<int64_t>(i))];
+    if (li >= nx || ri >= nw) {
+      throw std::invalid_argument("[gather_qmm] Index " + std::to_string(li >= nx ? li : ri) + " of " +
+                                  (li >= nx ? "lhs_indices" : "rhs_indices") + " is out of range for " +
+                                  std::to_string(li >= nx ? nx : nw) + " batch matrices.");
+    }
+    jobs[i] = {li, ri};
+  }
+  std::vector<array> ins(in.begin(), in.end() - 2);
+  dispatch_scales(node, x.dtype(), [&](auto t, auto s) {
+    qmm_kernel<decltype(t), decltype(s)>(node, ins, out[0], jobs, x.shape()[x.ndim() - 2]);
+  });
+}
+
+}  // namespace
+
+void define_qmm() {
+  registry::define({.name = "QuantizedMatmul",
+                    .fields = {{"group_size", FieldType::Int},
+                               {"bits", FieldType::Int},
+                               {"mode", FieldType::Int},
+                               {"transpose", FieldType::Bool}},
+                    .min_inputs = 3,
+                    .max_inputs = 4,
+                    .infer = qmm_infer,
+                    .cpu = qmm_cpu});
+  registry::define({.name = "GatherQMM",
+                    .fields = {{"group_size", FieldType::Int},
+                               {"bits", FieldType::Int},
+                               {"mode", FieldType::Int},
+                               {"transpose", FieldType::Bool},
+                               {"left_sorted", FieldType::Bool},
+                               {"right_sorted", FieldType::Bool}},
+                    .min_inputs = 5,
+                    .max_inputs = 6,
+                    .infer = gather_qmm_infer,
+                    .cpu = gather_qmm_cpu,
+                    .shapeless = false});
+}
+
+}  // namespace quant
+
+namespace {
+
+struct Checked {
+  QuantizationMode mode;
+  int gs, bits;
+  Dtype dtype;
+};
+
+// MLX's validate_mode_with_type and defaults, then the quantized operand checks (shared by both ops).
+Checked check_op(const char* api, const array& x, const array& w, const array& scales,
+                 const std::optional<array>& biases, bool transpose, std::optional<int> gs_, std::optional<int> bits_,
+                 const std::string& mode) {
+  const std::string tag = std::string("[") + api + "] ";
+  Checked c{string_to_quantization_mode(mode, api), 0, 0, x.dtype()};
+  const bool affine = c.mode == QuantizationMode::Affine;
+  if (affine) {
+    if (!biases) throw std::invalid_argument(tag + "Biases must be provided for affine quantization.");
+    const Dtype t = promote_types(scales.dtype(), biases->dtype());
+    if (!is_floating_point(t)) {
+      throw std::invalid_argument(tag + "Only real floating types are supported but scales.dtype() == " +
+                                  dtype_name(scales.dtype()) + " and biases.dtype() == " +
+                                  dtype_name(biases->dtype()) + ".");
+    }
+    c.dtype = promote_types(x.dtype(), t);
+  } else if (biases) {
+    throw std::invalid_argument(tag + "Biases must be null for quantization mode '" + mode + "'.");
+  }
+  c.gs = gs_.value_or(c.mode == QuantizationMode::Affine ? 64 : c.mode == QuantizationMode::Nvfp4 ? 16 : 32);
+  c.bits = bits_.value_or(c.mode == QuantizationMode::Mxfp8 ? 8 : 4);
+  if (c.bits <= 0 || c.gs <= 0) {
+    throw std::invalid_argument(tag + "Invalid group_size " + std::to_string(c.gs) + " or bits " +
+                                std::to_string(c.bits) + ".");
+  }
+  // Shapes and dtypes through the primitive's own rule, on the specs the node will have.
+  State st{c.gs, c.bits, static_cast<int32_t>(c.mode), transpose};
+  std::vector<ArraySpec> specs{{x.shape(), c.dtype}, {w.shape(), w.dtype()}, {scales.shape(), affine ? c.dtype : scales.dtype()}};
+  if (affine) specs.push_back({biases->shape(), c.dtype});
+  if (w.dtype() != uint32) {
+    throw std::invalid_argument(tag + "The weight matrix should be uint32 but received " + dtype_name(w.dtype()));
+  }
+  quant::check_quantized(api, st, specs, 0);
+  return c;
+}
+
+// Broadcast the batch axes (all but the last two) of every input to one shape.
+std::vector<array> broadcast_batch(const std::vector<array>& ins, StreamOrDevice s) {
+  Shape batch;
+  for (auto& a : ins) batch = detail::broadcast_shapes(batch, Shape(a.shape().begin(), a.shape().end() - 2));
+  std::vector<array> out;
+  for (auto& a : ins) {
+    Shape target = batch;
+    target.insert(target.end(), a.shape().end() - 2, a.shape().end());
+    out.push_back(broadcast_to(a, target, s));
+  }
+  return out;
+}
+
+}  // namespace
+
+array quantized_matmul(array x, array w, array scales, std::optional<array> biases, bool transpose,
+                       std::optional<int> group_size, std::optional<int> bits, const std::string& mode,
+                       StreamOrDevice s) {
+  Checked c = check_op("quantized_matmul", x, w, scales, biases, transpose, group_size, bits, mode);
+  std::vector<array> inputs{astype(x, c.dtype, s), w};
+  if (c.mode == QuantizationMode::Affine) {
+    inputs.push_back(astype(scales, c.dtype, s));
+    inputs.push_back(astype(*biases, c.dtype, s));
+  } else {
+    inputs.push_back(scales);
+  }
+  if (x.ndim() > 2 && w.ndim() > 2) inputs = broadcast_batch(inputs, s);
+  State st{c.gs, c.bits, static_cast<int32_t>(c.mode), transpose};
+  static const PrimitiveDef& d = detail::def("QuantizedMatmul");
+  return make_array(d, std::move(st), std::move(inputs), {}, to_stream(s));
+}
+
+array gather_qmm(const array& x, const array& w, const array& scales, const std::optional<array>& biases,
+                 std::optional<array> lhs_indices, std::optional<array> rhs_indices, bool transpose,
+                 std::optional<int> group_size, std::optional<int> bits, const std::string& mode,
+                 bool sorted_indices, StreamOrDevice s) {
+  if (!lhs_indices && !rhs_indices) {
+    return quantized_matmul(x, w, scales, biases, transpose, group_size, bits, mode, s);
+  }
+  Checked c = check_op("gather_qmm", x, w, scales, biases, transpose, group_size, bits, mode);
+  auto default_indices = [&](const array& a) {
+    Shape batch(a.shape().begin(), a.shape().end() - std::min<size_t>(2, a.ndim()));
+    int64_t total = 1;
+    for (int d : batch) total *= d;
+    return reshape(arange(0.0, static_cast<double>(total), 1.0, uint32, s), batch, s);
+  };
+  array lhs = lhs_indices ? *lhs_indices : default_indices(x);
+  array rhs = rhs_indices ? *rhs_indices : default_indices(w);
+  auto b = broadcast_arrays({lhs, rhs}, s);
+  if (!is_integral(b[0].dtype())) {
+    throw std::invalid_argument("[gather_qmm] Got lhs_indices with invalid dtype. Indices must be integral.");
+  }
+  if (!is_integral(b[1].dtype())) {
+    throw std::invalid_argument("[gather_qmm] Got rhs_indices with invalid dtype. Indices must be integral.");
+  }
+  if (x.ndim() < 2) {
+    throw std::invalid_argument("[gather_qmm] Non-quantized input must have at least two dimensions but got input "
+                                "with shape " +
+                                detail::shape_str(x.shape()) + ".");
+  }
+  std::vector<array> inputs{astype(x, c.dtype, s), w};
+  if (c.mode == QuantizationMode::Affine) {
+    inputs.push_back(astype(scales, c.dtype, s));
+    inputs.push_back(astype(*biases, c.dtype, s));
+  } else {
+    inputs.push_back(scales);
+  }
+  inputs.push_back(astype(b[0], uint32, s));
+  inputs.push_back(astype(b[1], uint32, s));
+  State st{c.gs, c.bits, static_cast<int32_t>(c.mode), transpose, sorted_indices && !rhs_indices,
+           sorted_indices && !lhs_indices};
+  static const PrimitiveDef& d = detail::def("GatherQMM");
+  return make_array(d, std::move(st), std::move(inputs), {}, to_stream(s));
+}
+
+}  // namespace kiln

@@ -1,0 +1,131 @@
+// Kernel benchmarks (Google Benchmark): element-wise, reductions, softmax, matmul, and a whole
+// exported model imported and called. Run: build/bench/bench_ops [--benchmark_filter=...]
+#include <benchmark/benchmark.h>
+
+#include <filesystem>
+
+#include "kiln/kiln.h"
+
+namespace mx = kiln;
+
+namespace {
+
+mx::array rand_like(mx::Shape shape, float phase = 0.0f) {
+  int n = 1;
+  for (int d : shape) n *= d;
+  auto a = mx::reshape(mx::sin(mx::arange(0, n, mx::float32) * 0.731f + phase), shape);
+  mx::eval(a);
+  return a;
+}
+
+void BM_Add(benchmark::State& st) {
+  int n = static_cast<int>(st.range(0));
+  auto a = rand_like({n}), b = rand_like({n}, 1.0f);
+  for (auto _ : st) {
+    auto c = a + b;
+    c.eval();
+    benchmark::DoNotOptimize(c.data<float>());
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * n * 12);
+}
+BENCHMARK(BM_Add)->Arg(1 << 16)->Arg(1 << 20)->Arg(1 << 24);
+
+void BM_AddBroadcastRow(benchmark::State& st) {
+  int n = static_cast<int>(st.range(0));
+  auto a = rand_like({n, n}), b = rand_like({n}, 1.0f);
+  for (auto _ : st) {
+    auto c = a + b;
+    c.eval();
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * n * n * 8);
+}
+BENCHMARK(BM_AddBroadcastRow)->Arg(1024)->Arg(4096);
+
+void BM_AddTransposed(benchmark::State& st) {
+  int n = static_cast<int>(st.range(0));
+  auto a = rand_like({n, n}), b = rand_like({n, n}, 1.0f);
+  auto at = mx::transpose(a);
+  for (auto _ : st) {
+    auto c = at + b;
+    c.eval();
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * n * n * 12);
+}
+BENCHMARK(BM_AddTransposed)->Arg(1024)->Arg(4096);
+
+void BM_Exp(benchmark::State& st) {
+  int n = static_cast<int>(st.range(0));
+  auto a = rand_like({n});
+  for (auto _ : st) {
+    auto c = mx::exp(a);
+    c.eval();
+  }
+  st.SetItemsProcessed(int64_t(st.iterations()) * n);
+}
+BENCHMARK(BM_Exp)->Arg(1 << 20)->Arg(1 << 24);
+
+void BM_SumLastAxis(benchmark::State& st) {
+  int n = static_cast<int>(st.range(0));
+  auto a = rand_like({n, n});
+  for (auto _ : st) {
+    auto c = mx::sum(a, -1);
+    c.eval();
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * n * n * 4);
+}
+BENCHMARK(BM_SumLastAxis)->Arg(1024)->Arg(4096);
+
+void BM_SumFirstAxis(benchmark::State& st) {
+  int n = static_cast<int>(st.range(0));
+  auto a = rand_like({n, n});
+  for (auto _ : st) {
+    auto c = mx::sum(a, 0);
+    c.eval();
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * n * n * 4);
+}
+BENCHMARK(BM_SumFirstAxis)->Arg(1024)->Arg(4096);
+
+void BM_Softmax(benchmark::State& st) {
+  int n = static_cast<int>(st.range(0));
+  auto a = rand_like({n, n});
+  for (auto _ : st) {
+    auto c = mx::softmax(a, -1);
+    c.eval();
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * n * n * 8);
+}
+BENCHMARK(BM_Softmax)->Arg(1024)->Arg(4096);
+
+void BM_Matmul(benchmark::State& st) {
+  int n = static_cast<int>(st.range(0));
+  auto a = rand_like({n, n}), b = rand_like({n, n}, 1.0f);
+  for (auto _ : st) {
+    auto c = mx::matmul(a, b);
+    c.eval();
+  }
+  st.counters["GFLOPS"] = benchmark::Counter(2.0 * n * n * n * double(st.iterations()), benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_Matmul)->Arg(256)->Arg(1024)->Arg(2048);
+
+void BM_ImportedMlp(benchmark::State& st) {
+  auto w1 = rand_like({512, 2048}), w2 = rand_like({2048, 512}, 1.0f);
+  auto f = [&](const mx::Args& a) {
+    auto h = mx::maximum(mx::matmul(a[0], w1), mx::array(0.0f));
+    return std::vector<mx::array>{mx::softmax(mx::matmul(h, w2), -1)};
+  };
+  auto x = rand_like({64, 512}, 2.0f);
+  auto path = (std::filesystem::temp_directory_path() / "kiln_bench_mlp.mlxfn").string();
+  mx::export_function(path, f, {x});
+  auto g = mx::import_function(path);
+  for (auto _ : st) {
+    auto y = g({x});
+    mx::eval(y);
+  }
+  std::filesystem::remove(path);
+}
+BENCHMARK(BM_ImportedMlp)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

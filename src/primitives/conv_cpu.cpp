@@ -1,12 +1,17 @@
-// CPU kernel of Convolution: im2col into a patch matrix, tile by tile, then one BLAS gemm per group.
-// Every convolution is handled as a 3-D one (missing spatial dimensions have size 1), and padding,
-// strides, both dilations and the kernel flip are folded into per-axis lookup tables, so the patch
-// loop only copies channel runs.
+// CPU kernel of Convolution. Every convolution is handled as a 3-D one (missing spatial dimensions
+// have size 1), and padding, strides, both dilations and the kernel flip are folded into per-axis
+// lookup tables (output position, tap) -> input position. The paths:
+//  - im2col: a patch matrix, tile by tile, then one BLAS gemm per group (the general case; a 1x1
+//    convolution of a contiguous input is one gemm on the input itself);
+//  - depthwise (one input channel per group): a direct loop with the channels innermost;
+//  - gather (more output than input positions, i.e. transposed convolutions): one gemm of the
+//    undilated input by every tap, then each output sums the products that reach it.
 #include <cblas.h>
 
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "backend/cpu/loops.h"
@@ -197,6 +202,78 @@ void depthwise(const T* x, const Geometry& g, const std::vector<C>& wm, T* out) 
   });
 }
 
+// Convolutions whose output has more positions than their input (input dilation: the transposed
+// convolutions). Most taps of an im2col row would hit holes, so instead every input position is
+// multiplied by every tap once, cols[i, k, :] = x[i, :] . W[:, k, :] (one gemm over the undilated input),
+// and each output gathers the products of the (input, tap) pairs that reach it. Returns false when one
+// batch entry's products would not fit the scratch bound (the caller then uses im2col).
+template <typename T, typename C>
+bool gather_conv(const array& x, const Geometry& g, const std::vector<C>& wm, T* out) {
+  const int64_t O = g.O, K = g.K, Cin = g.Cin;
+  const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
+  const int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
+  const int64_t per_item = in_plane * K * O;
+  constexpr int64_t kMaxCols = int64_t(1) << 26;
+  if (per_item > kMaxCols || in_plane * Cin > kMaxCols) return false;
+  // Input rows as a contiguous (N * in_plane, Cin) matrix of the compute type.
+  array xc = cpu::contiguous_copy(x);
+  const T* xs = static_cast<const T*>(xc.buffer()->ptr) + xc.offset();
+  std::vector<C> xconv;
+  const C* X;
+  if constexpr (std::is_same_v<T, C>) {
+    X = xs;
+  } else {
+    xconv.resize(static_cast<size_t>(g.N * in_plane * Cin));
+    for (size_t i = 0; i < xconv.size(); ++i) xconv[i] = static_cast<C>(static_cast<cpu::acc_t<T>>(xs[i]));
+    X = xconv.data();
+  }
+  // Weight as (K * O, Cin): row k * O + oc holds tap k of output channel oc.
+  std::vector<C> wt(static_cast<size_t>(K * O * Cin));
+  for (int64_t oc = 0; oc < O; ++oc)
+    for (int64_t k = 0; k < K; ++k)
+      std::copy_n(wm.data() + (oc * K + k) * Cin, Cin, wt.data() + (k * O + oc) * Cin);
+
+  const int64_t tile_n = std::clamp<int64_t>(kTileElems / std::max<int64_t>(per_item, 1), 1, g.N);
+  std::vector<C> cols(static_cast<size_t>(tile_n * per_item));
+  for (int64_t n0 = 0; n0 < g.N; n0 += tile_n) {
+    const int64_t n1 = std::min(g.N, n0 + tile_n);
+    gemm_nt<C>(static_cast<int>((n1 - n0) * in_plane), static_cast<int>(K * O), static_cast<int>(Cin),
+               X + n0 * in_plane * Cin, static_cast<int>(Cin), wt.data(), static_cast<int>(Cin), cols.data(),
+               static_cast<int>(K * O));
+    const size_t grain = std::max<size_t>(1, cpu::kGrainMedium / std::max<int64_t>(K * O, 1));
+    cpu::parallel_for(static_cast<size_t>((n1 - n0) * out_plane), grain, [&](size_t b, size_t e) {
+      std::vector<C> acc(static_cast<size_t>(O));
+      for (int64_t r = static_cast<int64_t>(b); r < static_cast<int64_t>(e); ++r) {
+        const int64_t n = r / out_plane;
+        int64_t rem = r % out_plane;
+        const int64_t o2 = rem % g.out[2];
+        rem /= g.out[2];
+        const int64_t o1 = rem % g.out[1];
+        const int64_t o0 = rem / g.out[1];
+        const int64_t* t0 = g.tab[0].data() + o0 * g.k[0];
+        const int64_t* t1 = g.tab[1].data() + o1 * g.k[1];
+        const int64_t* t2 = g.tab[2].data() + o2 * g.k[2];
+        std::fill(acc.begin(), acc.end(), C(0));
+        C* a = acc.data();
+        int64_t k = 0;
+        for (int64_t j0 = 0; j0 < g.k[0]; ++j0) {
+          for (int64_t j1 = 0; j1 < g.k[1]; ++j1) {
+            for (int64_t j2 = 0; j2 < g.k[2]; ++j2, ++k) {
+              const int64_t i0 = t0[j0], i1 = t1[j1], i2 = t2[j2];
+              if (i0 < 0 || i1 < 0 || i2 < 0) continue;
+              const C* src = cols.data() + ((n * in_plane + (i0 * g.in[1] + i1) * g.in[2] + i2) * K + k) * O;
+              for (int64_t oc = 0; oc < O; ++oc) a[oc] += src[oc];
+            }
+          }
+        }
+        T* o = out + ((n0 + n) * out_plane + (r % out_plane)) * O;
+        for (int64_t oc = 0; oc < O; ++oc) o[oc] = T(a[oc]);
+      }
+    });
+  }
+  return true;
+}
+
 template <typename T>
 void conv_typed(const Node& node, const array& x, const array& w, array& y) {
   // float64 is computed in double; the 16-bit floats in float, rounded once at the end.
@@ -213,11 +290,16 @@ void conv_typed(const Node& node, const array& x, const array& w, array& y) {
   const std::vector<C> wm = weight_matrix<T, C>(w, g, node.state.b(6));
   const T* xp = static_cast<const T*>(x.buffer()->ptr) + x.offset();
   if (g.G > 1 && g.Cg == 1) return depthwise<T, C>(xp, g, wm, out);
+  // Fewer input positions than output positions: multiply each input by each tap once.
+  if (g.G == 1 && g.in[0] * g.in[1] * g.in[2] < g.out[0] * g.out[1] * g.out[2] && gather_conv<T, C>(x, g, wm, out)) {
+    return;
+  }
   const int64_t rows = g.N * g.out[0] * g.out[1] * g.out[2];
   const int64_t row_len = g.G * KC;
 
   // A 1x1 convolution over a contiguous input of the compute type needs no patch matrix.
-  bool direct = std::is_same_v<T, C> && g.K == 1 && g.G == 1 && x.row_contiguous();
+  bool direct = std::is_same_v<T, C> && g.K == 1 && g.G == 1 && x.row_contiguous() &&
+                rows <= std::numeric_limits<int>::max();
   for (int a = 0; a < kMaxDims && direct; ++a) direct = g.in[a] == g.out[a] && g.tab[a][0] == 0 &&
                                                      (g.out[a] < 2 || g.tab[a][1] == 1);
   if (direct) {

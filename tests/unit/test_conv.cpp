@@ -468,6 +468,15 @@ TEST(Conv, AllFloatDtypes) {
     auto yd = mx::conv2d(x, wd, {1, 1}, {1, 1}, {1, 1}, 4);
     EXPECT_EQ(yd.dtype(), t);
     expect_close(to_floats(yd), refd, tol, "depthwise dtype " + mx::dtype_name(t));
+    // Transposed (the gather path).
+    auto wtr = arr(rnd(3 * 3 * 2 * 4, 10), {3, 3, 2, 4}, t);
+    mx::Shape ost;
+    auto reft = ref_conv_transpose(to_floats(x), xs, to_floats(wtr), {3, 3, 2, 4}, {2, 2}, {1, 0}, {1, 1}, {1, 0}, 1,
+                                   ost);
+    auto yt = mx::conv_transpose2d(x, wtr, {2, 2}, {1, 0}, {1, 1}, {1, 0});
+    EXPECT_EQ(yt.dtype(), t);
+    EXPECT_EQ(yt.shape(), ost);
+    expect_close(to_floats(yt), reft, tol, "transposed dtype " + mx::dtype_name(t));
   }
   // float64 keeps double precision (values that float32 would round).
   auto x = mx::array({1.0 + 1e-12, 1.0}, {1, 2, 1}, mx::float64);
@@ -542,6 +551,14 @@ TEST(Conv, LargeSizesUseTiledGemm) {
   y = mx::conv2d(arr(xv, xs), arr(wv1, ws1));
   EXPECT_EQ(y.shape(), mx::Shape({1, 64, 64, 16}));
   expect_close(to_floats(y), want, 1e-4, "1x1");
+
+  // A transposed convolution whose products span several batch tiles (5 entries of 1M products each).
+  const mx::Shape xt{5, 32, 32, 4}, wts{64, 4, 4, 4};
+  auto xtv = rnd(mx::shape_size(xt), 34), wtv = rnd(mx::shape_size(wts), 35);
+  auto wantt = ref_conv_transpose(xtv, xt, wtv, wts, {2, 2}, {1, 1}, {1, 1}, {0, 0}, 1, os);
+  y = mx::conv_transpose2d(arr(xtv, xt), arr(wtv, wts), {2, 2}, {1, 1});
+  EXPECT_EQ(y.shape(), os);
+  expect_close(to_floats(y), wantt, 1e-4, "transposed, batch tiles");
 }
 
 namespace {

@@ -12,6 +12,46 @@ namespace kiln {
 
 namespace fastk {
 
+#define KILN_SIMD __attribute__((target_clones("avx2", "default")))
+
+namespace {
+template <typename A>
+inline A dot_impl(const A* a, const A* b, int64_t n) {
+  A acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int l = 0; l < 8; ++l) acc[l] += a[i + l] * b[i + l];
+  }
+  A s = 0;
+  for (int l = 0; l < 8; ++l) s += acc[l];
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+template <typename A>
+inline A sum_impl(const A* a, int64_t n) {
+  A acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int l = 0; l < 8; ++l) acc[l] += a[i + l];
+  }
+  A s = 0;
+  for (int l = 0; l < 8; ++l) s += acc[l];
+  for (; i < n; ++i) s += a[i];
+  return s;
+}
+}  // namespace
+
+KILN_SIMD float dot(const float* a, const float* b, int64_t n) { return dot_impl(a, b, n); }
+KILN_SIMD double dot(const double* a, const double* b, int64_t n) { return dot_impl(a, b, n); }
+KILN_SIMD float sum(const float* a, int64_t n) { return sum_impl(a, n); }
+KILN_SIMD double sum(const double* a, int64_t n) { return sum_impl(a, n); }
+KILN_SIMD void axpy(float alpha, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+KILN_SIMD void axpy(double alpha, const double* x, double* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
 array unit_last_stride(const array& a) {
   if (a.ndim() == 0 || a.strides().back() == 1 || a.shape().back() <= 1) return a;
   return cpu::contiguous_copy(a);

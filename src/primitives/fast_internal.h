@@ -38,6 +38,21 @@ inline int64_t row_offset(const array& a, int64_t r) {
   return off;
 }
 
+// Vector kernels for the fused loops. Reductions keep 8 partial sums so they vectorize without
+// -ffast-math; each has an AVX2 clone chosen at run time (fast.cpp).
+float dot(const float* a, const float* b, int64_t n);
+double dot(const double* a, const double* b, int64_t n);
+float sum(const float* a, int64_t n);
+double sum(const double* a, int64_t n);
+// y += alpha · x
+void axpy(float alpha, const float* x, float* y, int64_t n);
+void axpy(double alpha, const double* x, double* y, int64_t n);
+
+// BLAS is never called inside a parallel_for (OpenBLAS threads itself; nesting oversubscribes the
+// cores): kernels either run many small tasks in parallel with the loops above, or few large ones
+// one after another through BLAS.
+inline constexpr double kSmallTaskFlops = double(1 << 24);
+
 // `a` with a unit stride along its last axis (a copy only when needed).
 array unit_last_stride(const array& a);
 

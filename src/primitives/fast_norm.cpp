@@ -83,20 +83,22 @@ struct Rows {
     n = D == 0 ? 0 : static_cast<int64_t>(x.size()) / D;
     grain = std::max<size_t>(1, cpu::kGrainMedium / std::max<int64_t>(D, 1));
   }
-  template <typename T>
-  const T* row(int64_t r) const {
-    return x.data<T>() + row_offset(x, r);
+  // Row r converted to the accumulation type.
+  template <typename T, typename A>
+  void load(int64_t r, A* dst) const {
+    const T* src = x.data<T>() + row_offset(x, r);
+    for (int64_t i = 0; i < D; ++i) dst[i] = A(src[i]);
   }
 };
 
-// A small parameter vector (weight or bias) as a contiguous pointer plus a 0/1 stride (0: a scalar).
-template <typename T>
-struct Param {
-  array a;
-  const T* p;
-  int64_t st;
-  explicit Param(const array& in) : a(cpu::contiguous_copy(in)), p(a.data<T>()), st(a.size() == 1 ? 0 : 1) {}
-};
+// A weight or bias (a scalar or a vector of D) expanded to D values of the accumulation type.
+template <typename T, typename A>
+std::vector<A> expand_param(const array& p0, int64_t D) {
+  const array p = cpu::contiguous_copy(p0);
+  std::vector<A> v(static_cast<size_t>(D));
+  for (int64_t i = 0; i < D; ++i) v[i] = A(p.data<T>()[p.size() == 1 ? 0 : i]);
+  return v;
+}
 
 // Split `rows` into a few chunks (one partial sum buffer each) and run fn(chunk, begin, end) in parallel.
 template <typename F>
@@ -116,19 +118,18 @@ template <typename T>
 void rms_kernel(const std::vector<array>& in, array& out, float eps) {
   using A = acc_t<T>;
   Rows R(in[0]);
-  Param<T> w(in[1]);
+  const int64_t D = R.D;
+  const std::vector<A> w = expand_param<T, A>(in[1], D);
   out.alloc();
   T* o = out.data<T>();
-  const int64_t D = R.D;
   cpu::parallel_for(static_cast<size_t>(R.n), R.grain, [&](size_t b, size_t e) {
+    std::vector<A> xb(static_cast<size_t>(D));
     for (size_t r = b; r < e; ++r) {
-      const T* xr = R.row<T>(static_cast<int64_t>(r));
+      R.load<T>(static_cast<int64_t>(r), xb.data());
       T* orow = o + static_cast<int64_t>(r) * D;
-      A ss = 0;
-      for (int64_t i = 0; i < D; ++i) ss += A(xr[i]) * A(xr[i]);
-      const A inv = A(1) / std::sqrt(ss / A(D) + A(eps));
+      const A inv = A(1) / std::sqrt(dot(xb.data(), xb.data(), D) / A(D) + A(eps));
       // Normalize, round to T, then scale: the rounding steps of MLX's reference.
-      for (int64_t i = 0; i < D; ++i) orow[i] = T(A(w.p[i * w.st]) * A(T(A(xr[i]) * inv)));
+      for (int64_t i = 0; i < D; ++i) orow[i] = T(w[i] * A(T(xb[i] * inv)));
     }
   });
 }
@@ -137,25 +138,19 @@ template <typename T>
 void layer_kernel(const std::vector<array>& in, array& out, float eps) {
   using A = acc_t<T>;
   Rows R(in[0]);
-  Param<T> w(in[1]), bias(in[2]);
+  const int64_t D = R.D;
+  const std::vector<A> w = expand_param<T, A>(in[1], D), bias = expand_param<T, A>(in[2], D);
   out.alloc();
   T* o = out.data<T>();
-  const int64_t D = R.D;
   cpu::parallel_for(static_cast<size_t>(R.n), R.grain, [&](size_t b, size_t e) {
+    std::vector<A> xb(static_cast<size_t>(D));
     for (size_t r = b; r < e; ++r) {
-      const T* xr = R.row<T>(static_cast<int64_t>(r));
+      R.load<T>(static_cast<int64_t>(r), xb.data());
       T* orow = o + static_cast<int64_t>(r) * D;
-      A s = 0;
-      for (int64_t i = 0; i < D; ++i) s += A(xr[i]);
-      const A mean = s / A(D);
-      A v = 0;
-      for (int64_t i = 0; i < D; ++i) v += (A(xr[i]) - mean) * (A(xr[i]) - mean);
-      const A inv = A(1) / std::sqrt(v / A(D) + A(eps));
-      for (int64_t i = 0; i < D; ++i) {
-        T y = T((A(xr[i]) - mean) * inv);
-        y = T(A(y) * A(w.p[i * w.st]));
-        orow[i] = T(A(y) + A(bias.p[i * bias.st]));
-      }
+      const A mean = sum(xb.data(), D) / A(D);
+      for (int64_t i = 0; i < D; ++i) xb[i] -= mean;
+      const A inv = A(1) / std::sqrt(dot(xb.data(), xb.data(), D) / A(D) + A(eps));
+      for (int64_t i = 0; i < D; ++i) orow[i] = T(A(T(A(T(xb[i] * inv)) * w[i])) + bias[i]);
     }
   });
 }
@@ -179,32 +174,25 @@ void finish_param_grad(const std::vector<A>& part, int64_t chunks, int64_t D, ar
 template <typename T>
 void rms_vjp_kernel(const std::vector<array>& in, std::vector<array>& out, float eps) {
   using A = acc_t<T>;
-  Rows R(in[0]);
-  Param<T> w(in[1]);
-  array g = cpu::contiguous_copy(in[2]);
+  Rows R(in[0]), G(in[2]);
+  const int64_t D = R.D;
+  const std::vector<A> w = expand_param<T, A>(in[1], D);
   out[0].alloc();
   T* dx = out[0].data<T>();
-  const T* gp = g.data<T>();
-  const int64_t D = R.D;
   const int64_t max_chunks = std::max<int64_t>(1, cpu::num_threads());
   std::vector<A> part(static_cast<size_t>(max_chunks * D), A(0));
   int64_t chunks = chunked(R.n, R.grain, [&](int64_t c, int64_t r0, int64_t r1) {
     A* dw = part.data() + c * D;
+    std::vector<A> xb(static_cast<size_t>(D)), gw(xb.size());
     for (int64_t r = r0; r < r1; ++r) {
-      const T* xr = R.row<T>(r);
-      const T* gr = gp + r * D;
+      R.load<T>(r, xb.data());
+      G.load<T>(r, gw.data());
       T* dr = dx + r * D;
-      A ss = 0, t = 0;
-      for (int64_t i = 0; i < D; ++i) {
-        ss += A(xr[i]) * A(xr[i]);
-        t += A(gr[i]) * A(w.p[i * w.st]) * A(xr[i]);
-      }
-      const A n = A(1) / std::sqrt(ss / A(D) + A(eps));
-      const A c3 = (t / A(D)) * n * n * n;
-      for (int64_t i = 0; i < D; ++i) {
-        dr[i] = T(A(gr[i]) * A(w.p[i * w.st]) * n - A(xr[i]) * c3);
-        dw[i] += A(gr[i]) * A(xr[i]) * n;
-      }
+      const A n = A(1) / std::sqrt(dot(xb.data(), xb.data(), D) / A(D) + A(eps));
+      for (int64_t i = 0; i < D; ++i) dw[i] += gw[i] * xb[i] * n;  // g · x · n, before g becomes g · w
+      for (int64_t i = 0; i < D; ++i) gw[i] *= w[i];
+      const A c3 = (dot(gw.data(), xb.data(), D) / A(D)) * n * n * n;
+      for (int64_t i = 0; i < D; ++i) dr[i] = T(gw[i] * n - xb[i] * c3);
     }
   });
   finish_param_grad<T>(part, chunks, D, out[1]);
@@ -213,42 +201,31 @@ void rms_vjp_kernel(const std::vector<array>& in, std::vector<array>& out, float
 template <typename T>
 void layer_vjp_kernel(const std::vector<array>& in, std::vector<array>& out, float eps) {
   using A = acc_t<T>;
-  Rows R(in[0]);
-  Param<T> w(in[1]);
-  array g = cpu::contiguous_copy(in[3]);
+  Rows R(in[0]), G(in[3]);
+  const int64_t D = R.D;
+  const std::vector<A> w = expand_param<T, A>(in[1], D);
   out[0].alloc();
   T* dx = out[0].data<T>();
-  const T* gp = g.data<T>();
-  const int64_t D = R.D;
   const int64_t max_chunks = std::max<int64_t>(1, cpu::num_threads());
   std::vector<A> pw(static_cast<size_t>(max_chunks * D), A(0)), pb(pw.size(), A(0));
   int64_t chunks = chunked(R.n, R.grain, [&](int64_t c, int64_t r0, int64_t r1) {
     A* dw = pw.data() + c * D;
     A* db = pb.data() + c * D;
+    std::vector<A> xc(static_cast<size_t>(D)), g(xc.size()), wg(xc.size());
     for (int64_t r = r0; r < r1; ++r) {
-      const T* xr = R.row<T>(r);
-      const T* gr = gp + r * D;
+      R.load<T>(r, xc.data());
+      G.load<T>(r, g.data());
       T* dr = dx + r * D;
-      A s = 0;
-      for (int64_t i = 0; i < D; ++i) s += A(xr[i]);
-      const A mean = s / A(D);
-      A v = 0, swg = 0, swgxc = 0;
+      const A mean = sum(xc.data(), D) / A(D);
+      for (int64_t i = 0; i < D; ++i) xc[i] -= mean;
+      const A n = A(1) / std::sqrt(dot(xc.data(), xc.data(), D) / A(D) + A(eps));
+      for (int64_t i = 0; i < D; ++i) wg[i] = w[i] * g[i];
+      const A mwg = sum(wg.data(), D) / A(D);
+      const A c3 = (dot(wg.data(), xc.data(), D) / A(D)) * n * n * n;
       for (int64_t i = 0; i < D; ++i) {
-        const A xc = A(xr[i]) - mean;
-        const A wg = A(w.p[i * w.st]) * A(gr[i]);
-        v += xc * xc;
-        swg += wg;
-        swgxc += wg * xc;
-      }
-      const A n = A(1) / std::sqrt(v / A(D) + A(eps));
-      const A mwg = swg / A(D);
-      const A c3 = (swgxc / A(D)) * n * n * n;
-      for (int64_t i = 0; i < D; ++i) {
-        const A xc = A(xr[i]) - mean;
-        const A wg = A(w.p[i * w.st]) * A(gr[i]);
-        dr[i] = T((wg - mwg) * n - xc * c3);
-        dw[i] += A(gr[i]) * xc * n;
-        db[i] += A(gr[i]);
+        dr[i] = T((wg[i] - mwg) * n - xc[i] * c3);
+        dw[i] += g[i] * xc[i] * n;
+        db[i] += g[i];
       }
     }
   });

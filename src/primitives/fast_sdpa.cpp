@@ -138,113 +138,191 @@ struct SdpaParams {
 };
 
 template <typename T>
-void sdpa_kernel(const std::vector<array>& in, std::vector<array>& out, const SdpaParams& p) {
+struct Sdpa {
   using Acc = cpu::acc_t<T>;
-  const array &q = in[0], &k = in[1], &v = in[2];
-  const int64_t B = q.shape()[0], Hq = q.shape()[1], Lq = q.shape()[2], D = q.shape()[3];
-  const int64_t Hk = k.shape()[1], Lk = k.shape()[2], Dv = v.shape()[3];
-  const int64_t rep = Hq / Hk;
-  const int64_t q_off = std::max<int64_t>(Lk - Lq, 0);
-  out[0].alloc();
-  if (p.lse) out[1].alloc();
-  T* o = out[0].data<T>();
-  float* lse = p.lse ? out[1].data<float>() : nullptr;
-  if (B * Hq * Lq == 0) return;
-
-  const array q2 = unit_last_stride(q);
+  const SdpaParams& p;
+  int64_t B, Hq, Lq, D, Hk, Lk, Dv, rep, q_off;
+  array q2;
   Operand<Acc> K, V;
-  prepare<T, Acc>(k, K);
-  prepare<T, Acc>(v, V);
-  const array* mask = p.has_mask ? &in[3] : nullptr;
-  const int64_t msb = mask ? bstride(*mask, 0, 4) : 0, msh = mask ? bstride(*mask, 1, 4) : 0;
-  const int64_t msl = mask ? bstride(*mask, 2, 4) : 0, msk = mask ? bstride(*mask, 3, 4) : 0;
-  const bool bool_mask = mask && mask->dtype() == bool_;
-  const array* sinks = p.has_sinks ? &in.back() : nullptr;
-  const Acc lowest = Acc(lowest_of<T>());
+  const array* mask = nullptr;
+  int64_t msb = 0, msh = 0, msl = 0, msk = 0;
+  bool bool_mask = false;
+  const array* sinks = nullptr;
+  Acc lowest;
+  T* o;
+  float* lse;
 
-  // Query rows per tile: about 64 rows of all heads of one group, fewer when L_k is long.
-  const int64_t budget = std::clamp<int64_t>((int64_t(1) << 20) / std::max<int64_t>(Lk, 1), 1, 64);
-  const int64_t tq = std::max<int64_t>(1, budget / rep);
-  const int64_t ntiles = (Lq + tq - 1) / tq;
-  const size_t tasks = static_cast<size_t>(B * Hk * ntiles);
+  // Scratch for one tile of `rows_max` query rows.
+  struct Scratch {
+    std::vector<Acc> Q, S, O, inv, lrow;
+    Scratch(int64_t rows, int64_t D, int64_t Lk, int64_t Dv)
+        : Q(static_cast<size_t>(rows * std::max<int64_t>(D, 1))),
+          S(static_cast<size_t>(rows * std::max<int64_t>(Lk, 1))),
+          O(static_cast<size_t>(rows * std::max<int64_t>(Dv, 1))),
+          inv(static_cast<size_t>(rows)),
+          lrow(static_cast<size_t>(rows)) {}
+  };
 
-  cpu::parallel_for(tasks, 1, [&](size_t t0, size_t t1) {
-    const int64_t rows_max = tq * rep;
-    std::vector<Acc> Q(static_cast<size_t>(rows_max * std::max<int64_t>(D, 1)));
-    std::vector<Acc> S(static_cast<size_t>(rows_max * std::max<int64_t>(Lk, 1)));
-    std::vector<Acc> O(static_cast<size_t>(rows_max * std::max<int64_t>(Dv, 1)));
-    std::vector<Acc> inv(static_cast<size_t>(rows_max)), lrow(static_cast<size_t>(rows_max));
-    for (size_t task = t0; task < t1; ++task) {
-      const int64_t tile = static_cast<int64_t>(task) % ntiles;
-      const int64_t hk = (static_cast<int64_t>(task) / ntiles) % Hk;
-      const int64_t b = static_cast<int64_t>(task) / (ntiles * Hk);
-      const int64_t i0 = tile * tq, n_i = std::min(tq, Lq - i0);
-      const int64_t rows = n_i * rep;
-      // Keys past the last visible one are masked for every row of the tile: skip them.
-      const int64_t kend = p.causal ? std::min(Lk, i0 + n_i + q_off) : Lk;
-      // Gather the tile's query rows (head-major) as Acc.
-      for (int64_t r = 0; r < rows; ++r) {
-        const int64_t hq = hk * rep + r / n_i, i = i0 + r % n_i;
-        const T* src = q2.data<T>() + b * q2.strides()[0] + hq * q2.strides()[1] + i * q2.strides()[2];
-        for (int64_t d = 0; d < D; ++d) Q[r * D + d] = Acc(src[d]);
-      }
-      if (kend > 0 && D > 0) {
-        gemm(false, true, static_cast<int>(rows), static_cast<int>(kend), static_cast<int>(D), Acc(p.scale),
-             Q.data(), static_cast<int>(D), K.at(b, hk), static_cast<int>(K.ld), Acc(0), S.data(),
-             static_cast<int>(kend));
+  // Row r of a tile: query head and position.
+  int64_t head(int64_t hk, int64_t r, int64_t n_i) const { return hk * rep + r / n_i; }
+
+  void gather_q(int64_t b, int64_t hk, int64_t i0, int64_t n_i, int64_t r, Acc* dst) const {
+    const int64_t hq = head(hk, r, n_i), i = i0 + r % n_i;
+    const T* src = q2.data<T>() + b * q2.strides()[0] + hq * q2.strides()[1] + i * q2.strides()[2];
+    for (int64_t d = 0; d < D; ++d) dst[d] = Acc(src[d]);
+  }
+
+  // Masks and sinks on one row of scores, then exp in place; records 1/sum and the logsumexp.
+  void softmax_row(int64_t b, int64_t hk, int64_t i0, int64_t n_i, int64_t r, Acc* s, int64_t kend, Scratch& sc) const {
+    const int64_t hq = head(hk, r, n_i), i = i0 + r % n_i;
+    if (p.causal) {
+      for (int64_t j = std::max<int64_t>(i + q_off + 1, 0); j < kend; ++j) s[j] = lowest;
+    }
+    if (mask) {
+      const int64_t base = b * msb + hq * msh + i * msl;
+      if (bool_mask) {
+        const bool* m = mask->data<bool>() + base;
+        for (int64_t j = 0; j < kend; ++j) s[j] = m[j * msk] ? s[j] : lowest;
       } else {
-        std::fill(S.begin(), S.begin() + rows * kend, Acc(0));
-      }
-      for (int64_t r = 0; r < rows; ++r) {
-        const int64_t hq = hk * rep + r / n_i, i = i0 + r % n_i;
-        Acc* s = S.data() + r * kend;
-        if (p.causal) {
-          for (int64_t j = std::max<int64_t>(i + q_off + 1, 0); j < kend; ++j) s[j] = lowest;
-        }
-        if (mask) {
-          const int64_t base = b * msb + hq * msh + i * msl;
-          if (bool_mask) {
-            const bool* m = mask->data<bool>() + base;
-            for (int64_t j = 0; j < kend; ++j) s[j] = m[j * msk] ? s[j] : lowest;
-          } else {
-            const T* m = mask->data<T>() + base;
-            for (int64_t j = 0; j < kend; ++j) s[j] += Acc(m[j * msk]);
-          }
-        }
-        Acc mx = -std::numeric_limits<Acc>::infinity();
-        Acc sink = 0;
-        if (sinks) {
-          sink = Acc(sinks->data<T>()[hq * sinks->strides()[0]]);
-          mx = sink;
-        }
-        for (int64_t j = 0; j < kend; ++j) mx = std::max(mx, s[j]);
-        Acc sum = sinks ? std::exp(sink - mx) : Acc(0);
-        for (int64_t j = 0; j < kend; ++j) {
-          s[j] = std::exp(s[j] - mx);
-          sum += s[j];
-        }
-        inv[r] = Acc(1) / sum;
-        lrow[r] = mx + std::log(sum);
-      }
-      if (Dv > 0) {
-        if (kend > 0) {
-          gemm(false, false, static_cast<int>(rows), static_cast<int>(Dv), static_cast<int>(kend), Acc(1), S.data(),
-               static_cast<int>(kend), V.at(b, hk), static_cast<int>(V.ld), Acc(0), O.data(), static_cast<int>(Dv));
-        } else {
-          std::fill(O.begin(), O.begin() + rows * Dv, Acc(0));
-        }
-      }
-      for (int64_t r = 0; r < rows; ++r) {
-        const int64_t hq = hk * rep + r / n_i, i = i0 + r % n_i;
-        const int64_t orow = (b * Hq + hq) * Lq + i;
-        // An empty key range (L_k = 0) gives zeros, as softmax(∅) @ V does.
-        const Acc scale = kend > 0 ? inv[r] : Acc(0);
-        T* dst = o + orow * Dv;
-        for (int64_t d = 0; d < Dv; ++d) dst[d] = T(O[r * Dv + d] * scale);
-        if (lse) lse[orow] = static_cast<float>(lrow[r]);
+        const T* m = mask->data<T>() + base;
+        for (int64_t j = 0; j < kend; ++j) s[j] += Acc(m[j * msk]);
       }
     }
-  });
+    Acc mx = -std::numeric_limits<Acc>::infinity();
+    Acc sink = 0;
+    if (sinks) {
+      sink = Acc(sinks->data<T>()[hq * sinks->strides()[0]]);
+      mx = sink;
+    }
+    for (int64_t j = 0; j < kend; ++j) mx = std::max(mx, s[j]);
+    Acc total = sinks ? std::exp(sink - mx) : Acc(0);
+    for (int64_t j = 0; j < kend; ++j) {
+      s[j] = std::exp(s[j] - mx);
+      total += s[j];
+    }
+    sc.inv[r] = Acc(1) / total;
+    sc.lrow[r] = mx + std::log(total);
+  }
+
+  void write_row(int64_t b, int64_t hk, int64_t i0, int64_t n_i, int64_t r, int64_t kend, const Scratch& sc) const {
+    const int64_t hq = head(hk, r, n_i), i = i0 + r % n_i;
+    const int64_t orow = (b * Hq + hq) * Lq + i;
+    // An empty key range (L_k = 0) gives zeros, as softmax(∅) @ V does.
+    const Acc f = kend > 0 ? sc.inv[r] : Acc(0);
+    T* dst = o + orow * Dv;
+    for (int64_t d = 0; d < Dv; ++d) dst[d] = T(sc.O[r * Dv + d] * f);
+    if (lse) lse[orow] = static_cast<float>(sc.lrow[r]);
+  }
+
+  // Keys past the last visible one are masked for every row of a causal tile: they are skipped.
+  int64_t key_end(int64_t i0, int64_t n_i) const { return p.causal ? std::min(Lk, i0 + n_i + q_off) : Lk; }
+
+  // A tile on one thread, with the vector loops (decoding, short sequences).
+  void tile_small(int64_t b, int64_t hk, int64_t i0, int64_t n_i, Scratch& sc) const {
+    const int64_t rows = n_i * rep, kend = key_end(i0, n_i);
+    const Acc* kb = K.at(b, hk);
+    const Acc* vb = V.at(b, hk);
+    for (int64_t r = 0; r < rows; ++r) {
+      Acc* qr = sc.Q.data();
+      gather_q(b, hk, i0, n_i, r, qr);
+      Acc* s = sc.S.data() + r * kend;
+      for (int64_t j = 0; j < kend; ++j) s[j] = Acc(p.scale) * fastk::dot(qr, kb + j * K.ld, D);
+      softmax_row(b, hk, i0, n_i, r, s, kend, sc);
+      Acc* orow = sc.O.data() + r * Dv;
+      std::fill(orow, orow + Dv, Acc(0));
+      for (int64_t j = 0; j < kend; ++j) fastk::axpy(s[j], vb + j * V.ld, orow, Dv);
+      write_row(b, hk, i0, n_i, r, kend, sc);
+    }
+  }
+
+  // A large tile: BLAS products (threaded by BLAS), row work in parallel between them.
+  void tile_blas(int64_t b, int64_t hk, int64_t i0, int64_t n_i, Scratch& sc) const {
+    const int64_t rows = n_i * rep, kend = key_end(i0, n_i);
+    cpu::parallel_for(static_cast<size_t>(rows), 16, [&](size_t r0, size_t r1) {
+      for (size_t r = r0; r < r1; ++r) gather_q(b, hk, i0, n_i, static_cast<int64_t>(r), sc.Q.data() + r * D);
+    });
+    if (D > 0) {
+      gemm(false, true, static_cast<int>(rows), static_cast<int>(kend), static_cast<int>(D), Acc(p.scale),
+           sc.Q.data(), static_cast<int>(D), K.at(b, hk), static_cast<int>(K.ld), Acc(0), sc.S.data(),
+           static_cast<int>(kend));
+    } else {
+      std::fill(sc.S.begin(), sc.S.begin() + rows * kend, Acc(0));
+    }
+    cpu::parallel_for(static_cast<size_t>(rows), 1, [&](size_t r0, size_t r1) {
+      for (size_t r = r0; r < r1; ++r) {
+        softmax_row(b, hk, i0, n_i, static_cast<int64_t>(r), sc.S.data() + r * kend, kend, sc);
+      }
+    });
+    if (Dv > 0) {
+      gemm(false, false, static_cast<int>(rows), static_cast<int>(Dv), static_cast<int>(kend), Acc(1), sc.S.data(),
+           static_cast<int>(kend), V.at(b, hk), static_cast<int>(V.ld), Acc(0), sc.O.data(), static_cast<int>(Dv));
+    }
+    cpu::parallel_for(static_cast<size_t>(rows), 16, [&](size_t r0, size_t r1) {
+      for (size_t r = r0; r < r1; ++r) write_row(b, hk, i0, n_i, static_cast<int64_t>(r), kend, sc);
+    });
+  }
+
+  void run() {
+    // Small tiles (about 64 rows of all heads of a group, fewer for long key ranges) when each is cheap:
+    // many of them in parallel. Otherwise large tiles through BLAS, one after another.
+    int64_t tq = std::max<int64_t>(1, std::clamp<int64_t>((int64_t(1) << 20) / std::max<int64_t>(Lk, 1), 1, 64) / rep);
+    const double tile_flops = 2.0 * static_cast<double>(std::min(tq, Lq) * rep) * Lk * (D + Dv);
+    const bool small = tile_flops <= kSmallTaskFlops || Lk == 0;
+    if (!small) tq = std::max<int64_t>(1, std::clamp<int64_t>((int64_t(1) << 22) / Lk, 16, 512) / rep);
+    const int64_t ntiles = (Lq + tq - 1) / tq;
+    const size_t tasks = static_cast<size_t>(B * Hk * ntiles);
+    auto coords = [&](size_t task, int64_t& b, int64_t& hk, int64_t& i0, int64_t& n_i) {
+      const int64_t tile = static_cast<int64_t>(task) % ntiles;
+      hk = (static_cast<int64_t>(task) / ntiles) % Hk;
+      b = static_cast<int64_t>(task) / (ntiles * Hk);
+      i0 = tile * tq;
+      n_i = std::min(tq, Lq - i0);
+    };
+    if (small) {
+      cpu::parallel_for(tasks, 1, [&](size_t t0, size_t t1) {
+        Scratch sc(tq * rep, D, Lk, Dv);
+        for (size_t t = t0; t < t1; ++t) {
+          int64_t b, hk, i0, n_i;
+          coords(t, b, hk, i0, n_i);
+          tile_small(b, hk, i0, n_i, sc);
+        }
+      });
+      return;
+    }
+    Scratch sc(tq * rep, D, Lk, Dv);
+    for (size_t t = 0; t < tasks; ++t) {
+      int64_t b, hk, i0, n_i;
+      coords(t, b, hk, i0, n_i);
+      tile_blas(b, hk, i0, n_i, sc);
+    }
+  }
+};
+
+template <typename T>
+void sdpa_kernel(const std::vector<array>& in, std::vector<array>& out, const SdpaParams& p) {
+  const array &q = in[0], &k = in[1], &v = in[2];
+  Sdpa<T> s{p};
+  s.B = q.shape()[0], s.Hq = q.shape()[1], s.Lq = q.shape()[2], s.D = q.shape()[3];
+  s.Hk = k.shape()[1], s.Lk = k.shape()[2], s.Dv = v.shape()[3];
+  s.rep = s.Hq / s.Hk;
+  s.q_off = std::max<int64_t>(s.Lk - s.Lq, 0);
+  out[0].alloc();
+  if (p.lse) out[1].alloc();
+  s.o = out[0].data<T>();
+  s.lse = p.lse ? out[1].data<float>() : nullptr;
+  if (s.B * s.Hq * s.Lq == 0) return;
+  s.q2 = unit_last_stride(q);
+  prepare<T>(k, s.K);
+  prepare<T>(v, s.V);
+  if (p.has_mask) {
+    s.mask = &in[3];
+    s.msb = bstride(*s.mask, 0, 4), s.msh = bstride(*s.mask, 1, 4);
+    s.msl = bstride(*s.mask, 2, 4), s.msk = bstride(*s.mask, 3, 4);
+    s.bool_mask = s.mask->dtype() == bool_;
+  }
+  s.sinks = p.has_sinks ? &in.back() : nullptr;
+  s.lowest = typename Sdpa<T>::Acc(lowest_of<T>());
+  s.run();
 }
 
 void sdpa_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {

@@ -178,53 +178,95 @@ void qmm_kernel(const Node& node, const std::vector<array>& in, array& out,
     });
     X = xbuf.data();
   }
-  // Tile width along N: wide for many rows of x, a few weight rows (or one group) otherwise.
-  int64_t nb = M <= 8 ? std::max<int64_t>(1, 16384 / K) : 128;
-  if (!transpose) nb = std::max<int64_t>(gs, (nb + gs - 1) / gs * gs);
-  nb = std::min(nb, N);
-  const int64_t ntiles = (N + nb - 1) / nb;
   const int64_t row_bytes = (transpose ? K : N) * bits / 8;
   const int64_t row_groups = (transpose ? K : N) / gs;
   const uint8_t* wp = reinterpret_cast<const uint8_t*>(w.data<uint32_t>());
   const S* sp = sc.data<S>();
   const S* bp = affine ? bi.data<S>() : nullptr;
+  const int nt = cpu::num_threads();
 
   dispatch_bits(bits, [&](auto bc) {
     constexpr int B = decltype(bc)::value;
-    cpu::parallel_for(jobs.size() * static_cast<size_t>(ntiles), 1, [&](size_t t0, size_t t1) {
-      std::vector<Acc> wt(static_cast<size_t>(nb * K));
-      std::vector<Acc> cbuf(std::is_same_v<T, Acc> ? 0 : static_cast<size_t>(M * nb));
-      for (size_t t = t0; t < t1; ++t) {
-        const int64_t job = static_cast<int64_t>(t) / ntiles, tile = static_cast<int64_t>(t) % ntiles;
-        const int64_t n0 = tile * nb, n1 = std::min(N, n0 + nb), nw = n1 - n0;
-        const auto [xb, wb] = jobs[job];
-        const uint8_t* wm = wp + batch_offset(w, wb) * 4;
-        const S* sm = sp + batch_offset(sc, wb);
-        const S* bm = affine ? bp + batch_offset(bi, wb) : nullptr;
-        if (transpose) {
-          for (int64_t n = n0; n < n1; ++n) {
-            dequant_groups<B, Acc, S>(wm + n * row_bytes, sm + n * row_groups, bm ? bm + n * row_groups : nullptr, 0,
-                                      row_groups, gs, mode, wt.data() + (n - n0) * K);
+    struct Mat {
+      const uint8_t* w;
+      const S* s;
+      const S* b;
+    };
+    auto mat = [&](int64_t wb) {
+      return Mat{wp + batch_offset(w, wb) * 4, sp + batch_offset(sc, wb), affine ? bp + batch_offset(bi, wb) : nullptr};
+    };
+    // Dequantize weight rows [r0, r1) (transposed: rows n, all K; otherwise rows k, columns [c0, c1)).
+    auto dequant = [&](const Mat& m, int64_t r, int64_t c0, int64_t c1, Acc* dst) {
+      dequant_groups<B, Acc, S>(m.w + r * row_bytes, m.s + r * row_groups, m.b ? m.b + r * row_groups : nullptr,
+                                c0 / gs, c1 / gs, gs, mode, dst);
+    };
+    if (M <= 8) {
+      // Few rows of x (decoding): many small tiles in parallel, dequantized and used on the fly.
+      const int64_t nb = transpose ? 16 : std::clamp<int64_t>((N / (4 * nt) + gs - 1) / gs * gs, gs, 512);
+      const int64_t ntiles = (N + nb - 1) / nb;
+      cpu::parallel_for(jobs.size() * static_cast<size_t>(ntiles), 1, [&](size_t t0, size_t t1) {
+        std::vector<Acc> buf(static_cast<size_t>(transpose ? K : nb)), acc(static_cast<size_t>(M * nb));
+        for (size_t t = t0; t < t1; ++t) {
+          const int64_t job = static_cast<int64_t>(t) / ntiles, tile = static_cast<int64_t>(t) % ntiles;
+          const int64_t n0 = tile * nb, n1 = std::min(N, n0 + nb), nw = n1 - n0;
+          const Mat m = mat(jobs[job].second);
+          const Acc* xm = X + jobs[job].first * M * K;
+          if (transpose) {
+            for (int64_t n = n0; n < n1; ++n) {
+              dequant(m, n, 0, K, buf.data());
+              for (int64_t r = 0; r < M; ++r) acc[r * nw + (n - n0)] = fastk::dot(xm + r * K, buf.data(), K);
+            }
+          } else {
+            std::fill(acc.begin(), acc.begin() + M * nw, Acc(0));
+            for (int64_t k = 0; k < K; ++k) {
+              dequant(m, k, n0, n1, buf.data());
+              for (int64_t r = 0; r < M; ++r) fastk::axpy(xm[r * K + k], buf.data(), acc.data() + r * nw, nw);
+            }
           }
-        } else {
-          for (int64_t k = 0; k < K; ++k) {
-            dequant_groups<B, Acc, S>(wm + k * row_bytes, sm + k * row_groups, bm ? bm + k * row_groups : nullptr,
-                                      n0 / gs, n1 / gs, gs, mode, wt.data() + k * nw);
+          T* om = o + job * M * N + n0;
+          for (int64_t r = 0; r < M; ++r) {
+            for (int64_t j = 0; j < nw; ++j) om[r * N + j] = T(acc[r * nw + j]);
           }
         }
-        const Acc* xm = X + xb * M * K;
-        T* om = o + job * M * N + n0;
+      });
+      return;
+    }
+    // Many rows: dequantize a wide block in parallel, then one BLAS product (threaded by BLAS).
+    int64_t nb = std::clamp<int64_t>((int64_t(1) << 22) / K, 64, 1024);
+    if (!transpose) nb = (nb + gs - 1) / gs * gs;
+    nb = std::min(nb, N);
+    std::vector<Acc> wt(static_cast<size_t>(nb * K));
+    std::vector<Acc> cbuf(std::is_same_v<T, Acc> ? 0 : static_cast<size_t>(M * nb));
+    for (size_t job = 0; job < jobs.size(); ++job) {
+      const Mat m = mat(jobs[job].second);
+      const Acc* xm = X + jobs[job].first * M * K;
+      for (int64_t n0 = 0; n0 < N; n0 += nb) {
+        const int64_t n1 = std::min(N, n0 + nb), nw = n1 - n0;
+        const int64_t nrows = transpose ? nw : K;
+        cpu::parallel_for(static_cast<size_t>(nrows), std::max<size_t>(1, 8192 / (transpose ? K : nw)),
+                          [&](size_t r0, size_t r1) {
+                            for (size_t r = r0; r < r1; ++r) {
+                              if (transpose) {
+                                dequant(m, n0 + static_cast<int64_t>(r), 0, K, wt.data() + r * K);
+                              } else {
+                                dequant(m, static_cast<int64_t>(r), n0, n1, wt.data() + r * nw);
+                              }
+                            }
+                          });
+        T* om = o + static_cast<int64_t>(job) * M * N + n0;
         Acc* c = std::is_same_v<T, Acc> ? reinterpret_cast<Acc*>(om) : cbuf.data();
         const int ldc = std::is_same_v<T, Acc> ? static_cast<int>(N) : static_cast<int>(nw);
         fastk::gemm(false, transpose, static_cast<int>(M), static_cast<int>(nw), static_cast<int>(K), Acc(1), xm,
                     static_cast<int>(K), wt.data(), static_cast<int>(transpose ? K : nw), Acc(0), c, ldc);
         if constexpr (!std::is_same_v<T, Acc>) {
-          for (int64_t m = 0; m < M; ++m) {
-            for (int64_t j = 0; j < nw; ++j) om[m * N + j] = T(cbuf[m * nw + j]);
-          }
+          cpu::parallel_for(static_cast<size_t>(M), std::max<size_t>(1, 8192 / nw), [&](size_t r0, size_t r1) {
+            for (size_t r = r0; r < r1; ++r) {
+              for (int64_t j = 0; j < nw; ++j) om[r * N + j] = T(cbuf[r * nw + j]);
+            }
+          });
         }
       }
-    });
+    }
   });
 }
 

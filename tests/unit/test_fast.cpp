@@ -476,6 +476,27 @@ TEST(FastSDPA, NonContiguousHalfAndLongKeys) {
                ref_sdpa(vals(q2), vals(k2), vals(v2), 1, 2, 1, 3, 5000, 4, 4, {0.5}), 2e-5, 2e-6, "long");
 }
 
+TEST(FastSDPA, LargeTilesThroughBlas) {
+  // Tiles of this size go through BLAS (one after another) instead of the per-thread loops.
+  for (bool causal : {false, true}) {
+    auto [q, k, v] = make_qkv(1, 4, 2, 200, 600, 128, 96, mx::float32, 95);
+    mx::array sinks = rand_array({4}, mx::float32, 96);
+    mx::array add = rand_array({200, 600}, mx::float32, 97, -1.0f, 0.0f);
+    SdpaRef p{0.1, causal};
+    p.sinks = vals(sinks);
+    if (!causal) {
+      auto a = vals(add);
+      for (int h = 0; h < 4; ++h) p.mask.insert(p.mask.end(), a.begin(), a.end());
+    }
+    std::vector<double> lse;
+    auto want = ref_sdpa(vals(q), vals(k), vals(v), 1, 4, 2, 200, 600, 128, 96, p, &lse);
+    auto got = mx::fast::detail::scaled_dot_product_attention_with_lse(
+        q, k, v, 0.1f, causal ? "causal" : "", causal ? std::nullopt : std::optional<mx::array>(add), sinks);
+    expect_close(got[0], want, 1e-4, 1e-5, causal ? "blas causal" : "blas masked");
+    expect_close(got[1], lse, 1e-5, 1e-5, "blas lse");
+  }
+}
+
 TEST(FastSDPA, Errors) {
   Qkv t = make_qkv(1, 4, 2, 3, 5, 8, 8, mx::float32, 90);
   mx::array q = t.q, k = t.k, v = t.v;

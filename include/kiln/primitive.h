@@ -83,6 +83,8 @@ struct Node {
 using InferFn = std::vector<ArraySpec> (*)(const State&, const std::vector<ArraySpec>& inputs);
 using CpuFn = void (*)(const Node& node, const std::vector<array>& inputs, std::vector<array>& outputs);
 using NameFn = std::string (*)(const State&);
+// Validates recorded output specs (throws std::invalid_argument when they are impossible).
+using CheckFn = void (*)(const State&, const std::vector<ArraySpec>& inputs, const std::vector<ArraySpec>& outputs);
 
 enum PrimitiveFlags : unsigned {
   kUnary = 1u << 0,
@@ -105,6 +107,10 @@ struct PrimitiveDef {
   CpuFn cpu = nullptr;             // null: evaluation raises "not implemented" naming the primitive
   NameFn display = nullptr;        // MLX's display name (e.g. "Sum" for Reduce type 2); null: `name`
   bool shapeless = true;           // whether MLX 0.30.1 can re-infer shapes (column SL of the spec)
+  // Set where `infer` cannot always reproduce what MLX recorded (Slice: MLX forces a stride to 1 where
+  // the output has one element, so the state alone is ambiguous). A reader validating a record should
+  // call this instead of comparing the record with `infer`.
+  CheckFn check = nullptr;
 
   std::string display_name(const State& s) const { return display ? display(s) : name; }
 };

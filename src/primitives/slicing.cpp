@@ -65,9 +65,9 @@ void check_region(const Shape& shape, const Shape& start, const Shape& strides, 
   }
 }
 
-// The output shape a recorded (already normalised) Slice state gives. One state is ambiguous: a stride
-// of 1 with stop before start is both an empty forward slice and a one-element reversed slice whose
-// stride was forced to 1; stop < start reads as the latter, stop == start as the former.
+// The output shape a recorded (already normalised) Slice state gives when every stride is taken as
+// recorded. Where MLX forced a stride to 1 (one-element outputs) the true length is 1 instead; the
+// state alone cannot tell, so files are validated with slice_check, which accepts both.
 Shape slice_shape_from_state(const Shape& shape, const Shape& start, const Shape& stop, const Shape& strides) {
   if (start.size() != shape.size() || stop.size() != shape.size() || strides.size() != shape.size()) {
     fail("[slice] Invalid number of indices or strides for array with dimension " + std::to_string(shape.size()) +
@@ -81,8 +81,6 @@ Shape slice_shape_from_state(const Shape& shape, const Shape& start, const Shape
     if (k < 0) {
       int64_t ed = std::min(std::max<int64_t>(e, -1), st);
       out[i] = static_cast<int32_t>(std::max<int64_t>((st - ed - k - 1) / -k, 0));
-    } else if (k == 1 && st >= 0 && st < n && e < st) {
-      out[i] = 1;
     } else {
       int64_t ed = std::max(std::clamp<int64_t>(e, 0, n), st);
       out[i] = static_cast<int32_t>(std::max<int64_t>((ed - st + k - 1) / k, 0));
@@ -97,6 +95,35 @@ std::vector<ArraySpec> slice_infer(const State& st, const std::vector<ArraySpec>
   Shape out = slice_shape_from_state(in[0].shape, shp(st, 0), shp(st, 1), shp(st, 2));
   check_region(in[0].shape, shp(st, 0), shp(st, 2), out, "slice");
   return {{out, in[0].dtype}};
+}
+
+// Validates a recorded Slice output. Per axis, a recorded stride k < 0 or k > 1 fixes the length; a
+// stride of 1 is either a true unit stride or one MLX forced because the output has one element, so the
+// recorded length may be the unit-stride length or 1 (the element at `start` must then exist).
+void slice_check(const State& st, const std::vector<ArraySpec>& in, const std::vector<ArraySpec>& out) {
+  const Shape &shape = in[0].shape, &start = shp(st, 0), &stop = shp(st, 1), &k = shp(st, 2);
+  if (out.size() != 1 || out[0].dtype != in[0].dtype) fail("[slice] A slice has one output of its input's dtype.");
+  const Shape& rec = out[0].shape;
+  if (start.size() != shape.size() || stop.size() != shape.size() || k.size() != shape.size() ||
+      rec.size() != shape.size()) {
+    fail("[slice] Invalid number of indices or strides for array with dimension " + std::to_string(shape.size()) +
+         ".");
+  }
+  Shape unit = slice_shape_from_state(shape, start, stop, k);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    bool ok = rec[i] == unit[i];
+    if (!ok && k[i] == 1) {
+      const int64_t e = stop[i] < 0 ? int64_t(stop[i]) + shape[i] : stop[i];
+      const int64_t m = std::max<int64_t>(std::clamp<int64_t>(e, 0, shape[i]) - start[i], 0);
+      ok = rec[i] == m || (rec[i] == 1 && start[i] >= 0 && start[i] < shape[i]);
+    }
+    if (!ok) {
+      fail("[slice] A slice of shape " + shape_str(rec) + " does not follow from start " + shape_str(start) +
+           ", stop " + shape_str(stop) + " and strides " + shape_str(k) + " on an array of shape " +
+           shape_str(shape) + ".");
+    }
+  }
+  check_region(shape, start, k, rec, "slice");
 }
 
 void slice_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
@@ -325,7 +352,8 @@ void register_slicing() {
   const std::vector<Field> slice_fields{
       {"start", FieldType::ShapeF}, {"stop", FieldType::ShapeF}, {"strides", FieldType::ShapeF}};
   registry::define({.name = "Slice", .fields = slice_fields, .min_inputs = 1, .max_inputs = 1,
-                    .infer = slice_infer, .cpu = slice_cpu, .shapeless = false});
+                    .infer = slice_infer, .cpu = slice_cpu, .shapeless = false,
+                    .check = slice_check});
   registry::define({.name = "SliceUpdate", .fields = slice_fields, .min_inputs = 2, .max_inputs = 2,
                     .infer = slice_update_infer, .cpu = slice_update_cpu});
   registry::define({.name = "DynamicSlice", .fields = {{"axes", FieldType::IntVec}, {"slice_size", FieldType::ShapeF}},

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "format/codec.h"
 #include "format/record.h"
@@ -111,6 +112,10 @@ class RecordParser {
         while (i < rec.input_ids.size() && rec.input_ids[i] != e.id) ++i;
         if (i == rec.input_ids.size()) {
           fail("input reference " + std::to_string(e.id) + " is not one of the record's input ids");
+        }
+        // Writers place each input once at most; refusing repeats bounds memory by the file size.
+        if (!inputs_on_tape_.insert(e.id).second) {
+          fail("input " + std::to_string(e.id) + " appears twice on the tape");
         }
         e.specs = {rec.inputs[i]};
         e.out_ids = {e.id};
@@ -247,6 +252,7 @@ class RecordParser {
   size_t index_;
   int64_t entry_ = -1;
   std::unordered_map<uint64_t, ArraySpec> defined_;
+  std::unordered_set<uint64_t> inputs_on_tape_;
 };
 
 }  // namespace

@@ -82,40 +82,52 @@ void remove_noops(Record& rec) {
   compact(rec, drop);
 }
 
+uint64_t mix(uint64_t x) {  // splitmix64 finalizer: spreads sequential ids over the table
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 size_t hash_node(const Entry& e) {
-  size_t h = std::hash<const void*>()(e.def);
-  for (auto in : e.inputs) h = h * 1000003u ^ std::hash<uint64_t>()(in);
-  return h;
+  uint64_t h = mix(reinterpret_cast<uintptr_t>(e.def));
+  for (auto in : e.inputs) h = mix(h ^ in);
+  return static_cast<size_t>(h);
 }
 
 // Merge a node into an earlier one with the same row, inputs and state, unless it is an output.
+// The index is an open-addressing table of tape positions, so a pass allocates O(1) blocks.
 bool cse_pass(Record& rec) {
   std::unordered_set<uint64_t> outputs(rec.output_ids.begin(), rec.output_ids.end());
-  std::unordered_multimap<size_t, size_t> index;
+  size_t cap = 16;
+  while (cap < 2 * rec.tape.size()) cap <<= 1;
+  std::vector<int64_t> table(cap, -1);
   Renames ren;
   std::vector<bool> drop(rec.tape.size(), false);
   bool changed = false;
   for (size_t i = 0; i < rec.tape.size(); ++i) {
     auto& e = rec.tape[i];
-    for (auto& in : e.inputs) in = ren(in);
+    if (!ren.to.empty()) {
+      for (auto& in : e.inputs) in = ren(in);
+    }
     if (e.kind != Entry::Kind::Primitive || e.inputs.empty() || (e.def->flags & kNoCSE)) continue;
-    size_t h = hash_node(e);
-    bool merged = false;
     bool is_output = false;
     for (auto id : e.out_ids) is_output |= outputs.count(id) > 0;
-    if (!is_output) {
-      auto [lo, hi] = index.equal_range(h);
-      for (auto it = lo; it != hi; ++it) {
-        const Entry& p = rec.tape[it->second];
-        if (p.def == e.def && p.inputs == e.inputs && p.specs == e.specs && p.state == e.state) {
+    size_t slot = hash_node(e) & (cap - 1);
+    bool merged = false;
+    for (; table[slot] >= 0; slot = (slot + 1) & (cap - 1)) {
+      const Entry& p = rec.tape[static_cast<size_t>(table[slot])];
+      if (p.def == e.def && p.inputs == e.inputs && p.specs == e.specs && p.state == e.state) {
+        if (!is_output) {
           for (size_t k = 0; k < e.out_ids.size(); ++k) ren.to[e.out_ids[k]] = p.out_ids[k];
           drop[i] = true;
           merged = changed = true;
-          break;
         }
+        break;
       }
     }
-    if (!merged) index.emplace(h, i);
+    if (!merged && table[slot] < 0) table[slot] = static_cast<int64_t>(i);
   }
   for (auto& o : rec.output_ids) o = ren(o);
   compact(rec, drop);

@@ -32,6 +32,7 @@ class TapeBuilder {
   TapeBuilder(Record& rec, IdAllocator& ids, ConstantTable& constants, const std::vector<array>& inputs,
               const std::vector<array>& examples)
       : rec_(rec), ids_(ids), constants_(constants) {
+    ids_of_.reserve(1024);
     for (size_t i = 0; i < inputs.size(); ++i) {
       uint64_t id = ids_();
       rec_.input_ids.push_back(id);
@@ -107,7 +108,6 @@ class TapeBuilder {
     e.specs = {{a.shape(), a.dtype()}};
     e.value = a;
     ids_of_.emplace(d, e.id);
-    keep_.push_back(a);
     rec_.tape.push_back(std::move(e));
   }
 
@@ -129,12 +129,16 @@ class TapeBuilder {
     for (auto& in : node->inputs) e.inputs.push_back(id_of(in));
     e.specs = node->specs;
     if (e.specs.empty()) throw std::logic_error("[export_function] " + node->def->name + " node has no outputs.");
-    auto outs = a.outputs();  // recreates handles for dropped siblings
-    for (auto& o : outs) {
-      uint64_t id = ids_();
-      e.out_ids.push_back(id);
-      ids_of_.emplace(o.desc_ptr().get(), id);
-      keep_.push_back(o);
+    if (e.specs.size() == 1) {
+      e.out_ids.push_back(ids_());
+      ids_of_.emplace(a.desc_ptr().get(), e.out_ids[0]);
+    } else {
+      for (auto& o : a.outputs()) {  // recreates handles for dropped siblings; keep_ holds them
+        uint64_t id = ids_();
+        e.out_ids.push_back(id);
+        ids_of_.emplace(o.desc_ptr().get(), id);
+        keep_.push_back(o);
+      }
     }
     e.id = ids_of_.at(a.desc_ptr().get());
     rec_.tape.push_back(std::move(e));
@@ -147,7 +151,9 @@ class TapeBuilder {
   std::unordered_map<const ArrayDesc*, uint64_t> ids_of_;
   std::unordered_set<const ArrayDesc*> on_tape_;
   std::unordered_set<const ArrayDesc*> examples_;
-  std::vector<array> keep_;  // keeps every visited descriptor alive, so addresses stay unique
+  // The traced outputs keep every visited descriptor alive (so addresses stay unique), except
+  // sibling handles recreated by outputs(), which are held here.
+  std::vector<array> keep_;
 };
 
 }  // namespace

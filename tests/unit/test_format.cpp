@@ -401,3 +401,26 @@ TEST(FormatMalformed, RandomCorruptionNeverCrashes) {
   EXPECT_GT(failures, 0);
   EXPECT_EQ(runs, 1500);
 }
+
+TEST(FormatMalformed, RepeatedInputReferenceAndUnknownInput) {
+  auto record = [](std::vector<uint64_t> tape_ids) {
+    mx::format::ByteWriter w;
+    mx::format::write_header(w, mx::format::kV0_30_1, 1, false);
+    w.u64(0);
+    mx::format::write_ids(w, {1});
+    w.u64(1);
+    mx::format::write_shape(w, {2});
+    mx::format::write_dtype(w, mx::float32);
+    mx::format::write_ids(w, {1});
+    w.u64(tape_ids.size());
+    for (auto id : tape_ids) {
+      w.u64(id);
+      w.boolean(false);
+      w.boolean(false);
+    }
+    return w.bytes();
+  };
+  EXPECT_EQ(parse_error(record({1})), "");
+  EXPECT_THAT(parse_error(record({1, 1})), HasSubstr("input 1 appears twice on the tape"));
+  EXPECT_THAT(parse_error(record({3})), HasSubstr("input reference 3 is not one of the record's input ids"));
+}

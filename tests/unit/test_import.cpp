@@ -199,22 +199,30 @@ mx::format::ParsedFile parse_path(const std::string& path) {
   });
 }
 
-// The file with ids renumbered by first appearance and streams set to cpu 0, so that files from
+// The file with ids renumbered by first appearance (per record; constants across the file, as
+// only their ids are meaningful across records) and streams set to cpu 0, so that files from
 // different writers compare by structure.
 std::vector<uint8_t> canonical(const std::string& path) {
   auto f = parse_path(path);
-  std::map<uint64_t, uint64_t> ids;
-  auto id = [&](uint64_t old) {
-    auto it = ids.find(old);
-    if (it == ids.end()) it = ids.emplace(old, ids.size() + 1).first;
-    return it->second;
-  };
+  std::map<uint64_t, uint64_t> constant_ids;
   mx::format::ByteWriter w;
   w.str(f.version);
   w.i32(static_cast<int32_t>(f.records.size()));
   w.boolean(f.shapeless);
   std::unordered_set<uint64_t> written;
   for (auto rec : f.records) {
+    std::map<uint64_t, uint64_t> ids;
+    for (auto& e : rec.tape) {
+      if (e.kind == mx::format::Entry::Kind::Constant && !constant_ids.count(e.id)) {
+        constant_ids.emplace(e.id, (uint64_t(1) << 40) + constant_ids.size());
+      }
+    }
+    auto id = [&](uint64_t old) {
+      if (auto c = constant_ids.find(old); c != constant_ids.end()) return c->second;
+      auto it = ids.find(old);
+      if (it == ids.end()) it = ids.emplace(old, ids.size() + 1).first;
+      return it->second;
+    };
     for (auto& i : rec.input_ids) i = id(i);
     for (auto& e : rec.tape) {
       e.id = id(e.id);

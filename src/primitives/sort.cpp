@@ -1,0 +1,297 @@
+// Sort primitives (Sort, ArgSort, Partition, ArgPartition) and the ops sort, argsort, partition,
+// argpartition and topk. Every row along the axis is sorted on its own (rows run in parallel) with a
+// stable sort, or partitioned with nth_element. NaN sorts after every number, as MLX intends
+// (MLX 0.30.1 leaves NaN order undefined for float16, bfloat16 and in complex argsort; kiln does not).
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <numeric>
+
+#include "backend/cpu/loops.h"
+#include "kiln/ops/index.h"
+#include "kiln/ops/shape.h"
+#include "primitives/common.h"
+
+namespace kiln {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& msg) { throw std::invalid_argument(msg); }
+
+// ---- comparison: NaN last; complex ordered by real then imaginary part ----
+template <typename T>
+inline bool is_nan_v(T v) {
+  if constexpr (cpu::is_complex_v<T>) return std::isnan(v.real()) || std::isnan(v.imag());
+  else if constexpr (cpu::is_float_v<T>) return std::isnan(static_cast<float>(static_cast<cpu::acc_t<T>>(v)));
+  else return false;
+}
+
+template <typename T>
+inline bool less_than(T a, T b) {
+  if constexpr (cpu::is_complex_v<T>) {
+    return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
+  } else {
+    return static_cast<cpu::acc_t<T>>(a) < static_cast<cpu::acc_t<T>>(b);
+  }
+}
+
+template <typename T>
+struct NanLess {
+  bool operator()(T a, T b) const {
+    if constexpr (cpu::is_float_v<T> || cpu::is_complex_v<T>) {
+      if (is_nan_v(a)) return false;
+      if (is_nan_v(b)) return true;
+    }
+    return less_than(a, b);
+  }
+};
+
+// (value, position) pairs for the arg variants: ties go to the lower position.
+template <typename T>
+struct PairLess {
+  bool operator()(const std::pair<T, uint32_t>& x, const std::pair<T, uint32_t>& y) const {
+    NanLess<T> lt;
+    if (lt(x.first, y.first)) return true;
+    if (lt(y.first, x.first)) return false;
+    return x.second < y.second;
+  }
+};
+
+// The geometry of rows along `axis` in a row-major array: rows = pre * post, the row (p, q) starts at
+// p * n * post + q and its elements are `post` apart.
+struct Rows {
+  int64_t pre = 1, n = 1, post = 1;
+  Rows(const Shape& shape, int axis) {
+    for (int d = 0; d < axis; ++d) pre *= shape[d];
+    n = shape[axis];
+    for (size_t d = axis + 1; d < shape.size(); ++d) post *= shape[d];
+  }
+  int64_t count() const { return pre * post; }
+  int64_t start(int64_t r) const { return (r / post) * n * post + r % post; }
+};
+
+int norm_axis(int axis, int ndim) { return axis < 0 ? axis + ndim : axis; }
+
+// Runs fn(row_ptr_or_buffer, r) over all rows of the contiguous `data`: rows with stride 1 are
+// passed in place; others are copied into a per-thread buffer and written back when `write_back`.
+template <typename T, typename Fn>
+void for_rows(T* data, const Rows& g, bool write_back, Fn&& fn) {
+  const size_t grain = std::max<int64_t>(1, static_cast<int64_t>(cpu::kGrainMedium) / std::max<int64_t>(1, g.n));
+  cpu::parallel_for(static_cast<size_t>(g.count()), grain, [&](size_t b, size_t e) {
+    // unique_ptr rather than vector: vector<bool> has no data().
+    std::unique_ptr<T[]> buf(g.post == 1 ? nullptr : new T[g.n]);
+    for (size_t r = b; r < e; ++r) {
+      T* row = data + g.start(static_cast<int64_t>(r));
+      if (g.post == 1) {
+        fn(row, static_cast<int64_t>(r));
+        continue;
+      }
+      for (int64_t j = 0; j < g.n; ++j) buf[j] = row[j * g.post];
+      fn(buf.get(), static_cast<int64_t>(r));
+      if (write_back) {
+        for (int64_t j = 0; j < g.n; ++j) row[j * g.post] = buf[j];
+      }
+    }
+  });
+}
+
+void sort_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
+  array& o = out[0];
+  cpu::copy_to_contiguous(in[0], o);
+  if (o.size() == 0) return;
+  const Rows g(o.shape(), norm_axis(node.state.i(0), static_cast<int>(o.ndim())));
+  cpu::dispatch_all(o.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    for_rows<T>(o.data<T>(), g, true, [&](T* row, int64_t) { std::stable_sort(row, row + g.n, NanLess<T>{}); });
+  });
+}
+
+void partition_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
+  array& o = out[0];
+  cpu::copy_to_contiguous(in[0], o);
+  if (o.size() == 0) return;
+  const Rows g(o.shape(), norm_axis(node.state.i(1), static_cast<int>(o.ndim())));
+  const int64_t kth = node.state.i(0) < 0 ? node.state.i(0) + g.n : node.state.i(0);
+  cpu::dispatch_all(o.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    for_rows<T>(o.data<T>(), g, true,
+                [&](T* row, int64_t) { std::nth_element(row, row + kth, row + g.n, NanLess<T>{}); });
+  });
+}
+
+// ArgSort (kth < 0: full stable sort) and ArgPartition.
+void arg_rows(const array& input, array& o, int axis, int64_t kth, bool full) {
+  o.alloc();
+  if (o.size() == 0) return;
+  const array a = cpu::contiguous_copy(input);
+  const Rows g(a.shape(), axis);
+  if (kth < 0) kth += g.n;
+  uint32_t* dst = o.data<uint32_t>();
+  cpu::dispatch_all(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using P = std::pair<T, uint32_t>;
+    const T* src = a.data<T>();
+    const size_t grain = std::max<int64_t>(1, static_cast<int64_t>(cpu::kGrainMedium) / std::max<int64_t>(1, g.n));
+    cpu::parallel_for(static_cast<size_t>(g.count()), grain, [&](size_t b, size_t e) {
+      std::vector<P> buf(g.n);
+      for (size_t r = b; r < e; ++r) {
+        const int64_t s0 = g.start(static_cast<int64_t>(r));
+        for (int64_t j = 0; j < g.n; ++j) buf[j] = {src[s0 + j * g.post], static_cast<uint32_t>(j)};
+        if (full) std::stable_sort(buf.begin(), buf.end(), PairLess<T>{});
+        else std::nth_element(buf.begin(), buf.begin() + kth, buf.end(), PairLess<T>{});
+        for (int64_t j = 0; j < g.n; ++j) dst[s0 + j * g.post] = buf[j].second;
+      }
+    });
+  });
+}
+
+void argsort_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
+  arg_rows(in[0], out[0], norm_axis(node.state.i(0), static_cast<int>(in[0].ndim())), 0, true);
+}
+
+void argpartition_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
+  arg_rows(in[0], out[0], norm_axis(node.state.i(1), static_cast<int>(in[0].ndim())), node.state.i(0), false);
+}
+
+// ---- output rules (validate files: the axis may be negative for Sort/ArgSort at 0.30.1) ----
+int check_axis(int axis, const ArraySpec& a, const char* api) {
+  const int nd = static_cast<int>(a.shape.size());
+  if (axis < -nd || axis >= nd) {
+    fail(std::string("[") + api + "] Received invalid axis " + std::to_string(axis) + " for array with " +
+         std::to_string(nd) + " dimensions.");
+  }
+  return norm_axis(axis, nd);
+}
+
+std::vector<ArraySpec> sort_infer(const State& st, const std::vector<ArraySpec>& in) {
+  check_axis(st.i(0), in[0], "sort");
+  return {in[0]};
+}
+std::vector<ArraySpec> argsort_infer(const State& st, const std::vector<ArraySpec>& in) {
+  check_axis(st.i(0), in[0], "argsort");
+  return {{in[0].shape, uint32}};
+}
+void check_kth(int kth, int axis, const ArraySpec& a, const char* api) {
+  const int n = a.shape[axis];
+  if (n > 0 && (kth < -n || kth >= n)) {
+    fail(std::string("[") + api + "] Received invalid kth " + std::to_string(kth) + " along axis " +
+         std::to_string(axis) + " for array with shape: " + detail::shape_str(a.shape));
+  }
+}
+std::vector<ArraySpec> partition_infer(const State& st, const std::vector<ArraySpec>& in) {
+  check_kth(st.i(0), check_axis(st.i(1), in[0], "partition"), in[0], "partition");
+  return {in[0]};
+}
+std::vector<ArraySpec> argpartition_infer(const State& st, const std::vector<ArraySpec>& in) {
+  check_kth(st.i(0), check_axis(st.i(1), in[0], "argpartition"), in[0], "argpartition");
+  return {{in[0].shape, uint32}};
+}
+
+}  // namespace
+
+namespace primitives {
+void register_sort() {
+  registry::define({.name = "Sort",
+                    .fields = {{"axis", FieldType::Int}},
+                    .min_inputs = 1,
+                    .max_inputs = 1,
+                    .infer = sort_infer,
+                    .cpu = sort_cpu});
+  registry::define({.name = "ArgSort",
+                    .fields = {{"axis", FieldType::Int}},
+                    .min_inputs = 1,
+                    .max_inputs = 1,
+                    .infer = argsort_infer,
+                    .cpu = argsort_cpu});
+  registry::define({.name = "Partition",
+                    .fields = {{"kth", FieldType::Int}, {"axis", FieldType::Int}},
+                    .min_inputs = 1,
+                    .max_inputs = 1,
+                    .infer = partition_infer,
+                    .cpu = partition_cpu});
+  registry::define({.name = "ArgPartition",
+                    .fields = {{"kth", FieldType::Int}, {"axis", FieldType::Int}},
+                    .min_inputs = 1,
+                    .max_inputs = 1,
+                    .infer = argpartition_infer,
+                    .cpu = argpartition_cpu});
+}
+}  // namespace primitives
+
+// ---------------------------------------------------------------------------------------------
+// Ops
+
+namespace {
+
+void check_op_axis(const array& a, int axis, const char* api) {
+  const int nd = static_cast<int>(a.ndim());
+  if (axis + nd < 0 || axis >= nd) {
+    fail(std::string("[") + api + "] Received invalid axis " + std::to_string(axis) + " for array with " +
+         std::to_string(nd) + " dimensions.");
+  }
+}
+
+array flat(const array& a, StreamOrDevice s) { return reshape(a, {static_cast<int32_t>(a.size())}, s); }
+
+// Partition and ArgPartition record the normalized kth and axis.
+array partition_op(const array& a, int kth, int axis, bool arg, StreamOrDevice s) {
+  const char* api = arg ? "argpartition" : "partition";
+  check_op_axis(a, axis, api);
+  const int ax = norm_axis(axis, static_cast<int>(a.ndim()));
+  const int n = a.shape()[ax];
+  const int k = kth < 0 ? kth + n : kth;
+  if (k < 0 || k >= n) {
+    // MLX's message (partition has no space before "along").
+    fail(std::string("[") + api + "] Received invalid kth " + std::to_string(kth) + (arg ? " along" : "along") +
+         " axis " + std::to_string(axis) + " for array with shape: " + detail::shape_str(a.shape()));
+  }
+  static const PrimitiveDef& dp = detail::def("Partition");
+  static const PrimitiveDef& da = detail::def("ArgPartition");
+  return make_array(arg ? da : dp, State{int32_t(k), int32_t(ax)}, {a}, {{a.shape(), arg ? uint32 : a.dtype()}},
+                    to_stream(s));
+}
+
+}  // namespace
+
+array sort(const array& a, StreamOrDevice s) { return sort(flat(a, s), 0, s); }
+
+array sort(const array& a, int axis, StreamOrDevice s) {
+  check_op_axis(a, axis, "sort");
+  static const PrimitiveDef& d = detail::def("Sort");
+  return make_array(d, State{int32_t(axis)}, {a}, {{a.shape(), a.dtype()}}, to_stream(s));
+}
+
+array argsort(const array& a, StreamOrDevice s) { return argsort(flat(a, s), 0, s); }
+
+array argsort(const array& a, int axis, StreamOrDevice s) {
+  check_op_axis(a, axis, "argsort");
+  static const PrimitiveDef& d = detail::def("ArgSort");
+  return make_array(d, State{int32_t(axis)}, {a}, {{a.shape(), uint32}}, to_stream(s));
+}
+
+array partition(const array& a, int kth, StreamOrDevice s) { return partition(flat(a, s), kth, 0, s); }
+array partition(const array& a, int kth, int axis, StreamOrDevice s) { return partition_op(a, kth, axis, false, s); }
+array argpartition(const array& a, int kth, StreamOrDevice s) { return argpartition(flat(a, s), kth, 0, s); }
+array argpartition(const array& a, int kth, int axis, StreamOrDevice s) { return partition_op(a, kth, axis, true, s); }
+
+array topk(const array& a, int k, StreamOrDevice s) { return topk(flat(a, s), k, 0, s); }
+
+array topk(const array& a, int k, int axis, StreamOrDevice s) {
+  const int nd = static_cast<int>(a.ndim());
+  const int ax = norm_axis(axis, nd);
+  if (ax < 0 || ax >= nd) {
+    fail("[topk] Received invalid axis " + std::to_string(axis) + " for array with " + std::to_string(nd) +
+         " dimensions.");
+  }
+  if (k < 0 || k > a.shape()[ax]) {
+    fail("[topk] Received invalid k=" + std::to_string(k) + " along axis " + std::to_string(axis) +
+         " for array with shape: " + detail::shape_str(a.shape()));
+  }
+  if (k == a.shape()[ax]) return a;
+  array p = partition(a, -k, ax, s);
+  Shape starts(a.ndim(), 0);
+  starts[ax] = a.shape()[ax] - k;
+  return slice(p, starts, a.shape(), s);
+}
+
+}  // namespace kiln

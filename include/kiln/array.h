@@ -83,7 +83,10 @@ class array {
  public:
   array() = default;
 
+  // Constrained to element types, so overload resolution that probes array(U) for other U (a Shape,
+  // a Dtype, through std::optional<array>) fails softly instead of instantiating dtype_of<U>.
   template <typename T>
+    requires requires { TypeToDtype<std::remove_cv_t<T>>::value; }
   explicit array(T val, Dtype dtype = dtype_of<T>) : array(Shape{}, dtype) {
     store_from(&val, storage_dtype_of<T>, 1);
   }

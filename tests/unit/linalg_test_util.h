@@ -8,7 +8,9 @@
 
 #include <cmath>
 #include <complex>
+#include <algorithm>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>

@@ -7,6 +7,8 @@
 #include <fftw3.h>
 
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <numeric>
 #include <set>
@@ -61,19 +63,85 @@ void check_fft(const State& st, const ArraySpec& in, const ArraySpec& out) {
 
 // ---- FFTW glue ----
 
-// FFTW's planner is not thread-safe; its execute functions are.
-std::mutex& planner_mutex() {
-  static std::mutex m;
+enum class Kind { C2CForward, C2CBackward, R2C, C2R };
+using IoDims = std::vector<fftwf_iodim64>;
+
+// FFTW's planner (and plan destruction) is not thread-safe; execution is, also of one plan by several
+// threads on different arrays. Recursive, because clearing the cache runs plan deleters.
+std::recursive_mutex& planner_mutex() {
+  static std::recursive_mutex m;
   return m;
 }
 
-using IoDims = std::vector<fftwf_iodim64>;
+using Plan = std::shared_ptr<fftwf_plan_s>;
 
-// Plans the transform `make(dims, howmany, in_offset, out_offset)` in chunks of one batch axis (so
-// large batches run on several threads), executes, and frees the plans. Plans are made before any
-// thread starts, so a planner failure throws here rather than inside parallel_for.
-template <typename MakePlan>
-void run_plans(const IoDims& dims, const IoDims& howmany, size_t work, MakePlan make) {
+// A plan is reusable on other arrays with the same layout and the same SIMD alignment (the new-array
+// execute functions), so plans are cached by that. Planning costs more than a small transform.
+struct PlanKey {
+  Kind kind;
+  std::vector<ptrdiff_t> layout;  // (n, is, os) of each transform dim, then of each batch dim
+  size_t rank;
+  bool in_place;
+  int align_in, align_out;
+  auto operator<=>(const PlanKey&) const = default;
+};
+
+fftwf_plan make_plan(Kind k, const IoDims& d, const IoDims& h, void* in, void* out) {
+  const int r = static_cast<int>(d.size()), hr = static_cast<int>(h.size());
+  auto* cin = static_cast<fftwf_complex*>(in);
+  auto* cout = static_cast<fftwf_complex*>(out);
+  switch (k) {
+    case Kind::C2CForward:
+      return fftwf_plan_guru64_dft(r, d.data(), hr, h.data(), cin, cout, FFTW_FORWARD, FFTW_ESTIMATE);
+    case Kind::C2CBackward:
+      return fftwf_plan_guru64_dft(r, d.data(), hr, h.data(), cin, cout, FFTW_BACKWARD, FFTW_ESTIMATE);
+    case Kind::R2C:
+      return fftwf_plan_guru64_dft_r2c(r, d.data(), hr, h.data(), static_cast<float*>(in), cout, FFTW_ESTIMATE);
+    case Kind::C2R:
+      return fftwf_plan_guru64_dft_c2r(r, d.data(), hr, h.data(), cin, static_cast<float*>(out),
+                                       FFTW_ESTIMATE | FFTW_DESTROY_INPUT);
+  }
+  return nullptr;
+}
+
+Plan get_plan(Kind k, const IoDims& d, const IoDims& h, void* in, void* out) {
+  PlanKey key{k, {}, d.size(), in == out, 0, 0};
+  for (const IoDims* v : {&d, &h}) {
+    for (auto& x : *v) key.layout.insert(key.layout.end(), {x.n, x.is, x.os});
+  }
+  key.align_in = fftwf_alignment_of(static_cast<float*>(in));
+  key.align_out = fftwf_alignment_of(static_cast<float*>(out));
+  static std::map<PlanKey, Plan> cache;
+  std::lock_guard<std::recursive_mutex> lock(planner_mutex());
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  fftwf_plan p = make_plan(k, d, h, in, out);
+  if (!p) throw std::runtime_error("[FFT] FFTW could not plan the transform.");
+  Plan plan(p, [](fftwf_plan q) {
+    std::lock_guard<std::recursive_mutex> l(planner_mutex());
+    fftwf_destroy_plan(q);
+  });
+  if (cache.size() >= 256) cache.clear();  // plans in use stay alive through their shared_ptr
+  cache.emplace(std::move(key), plan);
+  return plan;
+}
+
+void execute(Kind k, const Plan& p, void* in, void* out) {
+  auto* cin = static_cast<fftwf_complex*>(in);
+  auto* cout = static_cast<fftwf_complex*>(out);
+  switch (k) {
+    case Kind::C2CForward:
+    case Kind::C2CBackward: fftwf_execute_dft(p.get(), cin, cout); break;
+    case Kind::R2C: fftwf_execute_dft_r2c(p.get(), static_cast<float*>(in), cout); break;
+    case Kind::C2R: fftwf_execute_dft_c2r(p.get(), cin, static_cast<float*>(out)); break;
+  }
+}
+
+// Runs the transform in chunks of its largest batch axis, so large batches use several threads. All
+// plans are obtained before any thread starts, so a planner failure throws here, not in parallel_for.
+void run(Kind k, const IoDims& dims, const IoDims& howmany, size_t work, void* in, void* out) {
+  const size_t in_size = k == Kind::R2C ? sizeof(float) : sizeof(fftwf_complex);
+  const size_t out_size = k == Kind::C2R ? sizeof(float) : sizeof(fftwf_complex);
   int split = -1;
   ptrdiff_t chunks = 1;
   if (!howmany.empty() && work >= (size_t(1) << 15)) {
@@ -81,30 +149,27 @@ void run_plans(const IoDims& dims, const IoDims& howmany, size_t work, MakePlan 
                                               [](auto& x, auto& y) { return x.n < y.n; }) - howmany.begin());
     chunks = std::min<ptrdiff_t>(cpu::num_threads(), howmany[split].n);
   }
-  std::vector<fftwf_plan> plans(chunks, nullptr);
-  {
-    std::lock_guard<std::mutex> lock(planner_mutex());
-    for (ptrdiff_t j = 0; j < chunks; ++j) {
-      IoDims h = howmany;
-      ptrdiff_t in_off = 0, out_off = 0;
-      if (split >= 0) {
-        const ptrdiff_t n = howmany[split].n, b = n * j / chunks, e = n * (j + 1) / chunks;
-        h[split].n = e - b;
-        in_off = b * howmany[split].is;
-        out_off = b * howmany[split].os;
-      }
-      plans[j] = make(dims, h, in_off, out_off);
-      if (!plans[j]) {
-        for (auto p : plans) if (p) fftwf_destroy_plan(p);
-        throw std::runtime_error("[FFT] FFTW could not plan the transform.");
-      }
+  struct Chunk {
+    Plan plan;
+    void* in;
+    void* out;
+  };
+  std::vector<Chunk> parts;
+  for (ptrdiff_t j = 0; j < chunks; ++j) {
+    IoDims h = howmany;
+    char* pi = static_cast<char*>(in);
+    char* po = static_cast<char*>(out);
+    if (split >= 0) {
+      const ptrdiff_t n = howmany[split].n, b = n * j / chunks, e = n * (j + 1) / chunks;
+      h[split].n = e - b;
+      pi += b * howmany[split].is * static_cast<ptrdiff_t>(in_size);
+      po += b * howmany[split].os * static_cast<ptrdiff_t>(out_size);
     }
+    parts.push_back({get_plan(k, dims, h, pi, po), pi, po});
   }
-  cpu::parallel_for(static_cast<size_t>(chunks), 1, [&](size_t b, size_t e) {
-    for (size_t j = b; j < e; ++j) fftwf_execute(plans[j]);
+  cpu::parallel_for(parts.size(), 1, [&](size_t b, size_t e) {
+    for (size_t j = b; j < e; ++j) execute(k, parts[j].plan, parts[j].in, parts[j].out);
   });
-  std::lock_guard<std::mutex> lock(planner_mutex());
-  for (auto p : plans) fftwf_destroy_plan(p);
 }
 
 // Splits the axes of `shape` into transform dims (in `axes` order) and batch dims, with the given
@@ -121,9 +186,7 @@ void iodims(const Shape& shape, const Strides& is, const Strides& os, const std:
   }
 }
 
-fftwf_complex* cplx(const array& a) {
-  return reinterpret_cast<fftwf_complex*>(static_cast<complex64_t*>(a.buffer()->ptr) + a.offset());
-}
+void* data_ptr(const array& a) { return static_cast<char*>(a.buffer()->ptr) + a.offset() * a.itemsize(); }
 
 void scale_output(array& out, float scale) {
   const size_t n = out.size() * (out.dtype() == complex64 ? 2 : 1);
@@ -141,52 +204,31 @@ void fft_cpu(const Node& node, const std::vector<array>& inputs, std::vector<arr
   array& out = outputs[0];
   out.alloc();
   if (out.size() == 0 || inputs[0].size() == 0) return;
-  const int sign = inverse ? FFTW_BACKWARD : FFTW_FORWARD;
   const size_t work = out.size();
 
   if (!real || !inverse) {
+    // c2c, or r2c (FFTW halves the last listed dimension, as MLX halves the last listed axis).
     array in = cpu::contiguous_copy(inputs[0]);
     IoDims dims, howmany;
     iodims(in.shape(), in.strides(), out.strides(), axes, dims, howmany);
-    if (!real) {
-      fftwf_complex* src = cplx(in);
-      fftwf_complex* dst = cplx(out);
-      run_plans(dims, howmany, work, [&](const IoDims& d, const IoDims& h, ptrdiff_t io, ptrdiff_t oo) {
-        return fftwf_plan_guru64_dft(static_cast<int>(d.size()), d.data(), static_cast<int>(h.size()), h.data(),
-                                     src + io, dst + oo, sign, FFTW_ESTIMATE);
-      });
-    } else {
-      // FFTW halves the last listed dimension, as MLX halves the last listed axis.
-      float* src = static_cast<float*>(in.buffer()->ptr) + in.offset();
-      fftwf_complex* dst = cplx(out);
-      run_plans(dims, howmany, work, [&](const IoDims& d, const IoDims& h, ptrdiff_t io, ptrdiff_t oo) {
-        return fftwf_plan_guru64_dft_r2c(static_cast<int>(d.size()), d.data(), static_cast<int>(h.size()),
-                                         h.data(), src + io, dst + oo, FFTW_ESTIMATE);
-      });
-    }
+    const Kind k = real ? Kind::R2C : inverse ? Kind::C2CBackward : Kind::C2CForward;
+    run(k, dims, howmany, work, data_ptr(in), data_ptr(out));
   } else {
     // irfft: complex transforms over the leading axes, then a 1-D complex-to-real transform over the last
     // one (whose DC and Nyquist imaginary parts are ignored). This is the order MLX's pocketfft uses, so
     // non-Hermitian inputs give the same values. FFTW destroys a c2r input: work on a private copy.
     array scratch(inputs[0].shape(), complex64);
     cpu::copy_to_contiguous(inputs[0], scratch);
-    fftwf_complex* buf = cplx(scratch);
+    void* buf = data_ptr(scratch);
     if (axes.size() > 1) {
       std::vector<uint64_t> lead(axes.begin(), axes.end() - 1);
       IoDims dims, howmany;
       iodims(scratch.shape(), scratch.strides(), scratch.strides(), lead, dims, howmany);
-      run_plans(dims, howmany, work, [&](const IoDims& d, const IoDims& h, ptrdiff_t io, ptrdiff_t) {
-        return fftwf_plan_guru64_dft(static_cast<int>(d.size()), d.data(), static_cast<int>(h.size()), h.data(),
-                                     buf + io, buf + io, FFTW_BACKWARD, FFTW_ESTIMATE);
-      });
+      run(Kind::C2CBackward, dims, howmany, work, buf, buf);
     }
     IoDims dims, howmany;
     iodims(out.shape(), scratch.strides(), out.strides(), {axes.back()}, dims, howmany);
-    float* dst = out.data<float>();
-    run_plans(dims, howmany, work, [&](const IoDims& d, const IoDims& h, ptrdiff_t io, ptrdiff_t oo) {
-      return fftwf_plan_guru64_dft_c2r(static_cast<int>(d.size()), d.data(), static_cast<int>(h.size()), h.data(),
-                                       buf + io, dst + oo, FFTW_ESTIMATE | FFTW_DESTROY_INPUT);
-    });
+    run(Kind::C2R, dims, howmany, work, buf, data_ptr(out));
   }
 
   if (inverse) {

@@ -378,6 +378,28 @@ TEST(FFT, LargeBatchedTransformsSplitAcrossThreads) {
               "irfftn batched");
 }
 
+TEST(FFT, CachedPlansServeOtherArraysAndAlignments) {
+  // Plans are cached by layout and alignment: repeated calls, and views starting at odd offsets (other
+  // SIMD alignments) of the same layout, must all give the naive DFT.
+  auto x = crnd(33, 61);
+  auto a = mx::array(x, {33});
+  for (int rep = 0; rep < 3; ++rep) {
+    for (int off = 0; off < 3; ++off) {
+      auto v = mx::slice(a, {off}, {off + 16});
+      std::vector<cf> line(x.begin() + off, x.begin() + off + 16);
+      expect_near(cplx(mx::fft::fft(v)), dft(from(line, {16}), 0, false), 1e-5, "offset " + std::to_string(off));
+      expect_near(cplx(mx::fft::ifft(v)), dft(from(line, {16}), 0, true), 1e-5, "ifft offset " + std::to_string(off));
+    }
+  }
+  auto r = rnd(21, 62);
+  auto ra = mx::array(r, {21});
+  for (int off = 0; off < 4; ++off) {
+    std::vector<float> line(r.begin() + off, r.begin() + off + 16);
+    auto y = mx::fft::rfft(mx::slice(ra, {off}, {off + 16}));
+    expect_near(cplx(y), resize(dft(from(line, {16}), 0, false), 0, 9), 1e-5, "rfft offset " + std::to_string(off));
+  }
+}
+
 TEST(FFT, Shifts) {
   auto a = mx::arange(0, 5, mx::float32);
   EXPECT_EQ(reals(mx::fft::fftshift(a)), std::vector<float>({3, 4, 0, 1, 2}));

@@ -2,6 +2,10 @@
 // and cast like MLX's, then always emit the fused primitive (kiln runs it on the CPU).
 #include "kiln/fast.h"
 
+#include <immintrin.h>
+
+#include <cstring>
+
 #include "backend/cpu/loops.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/shape.h"
@@ -50,6 +54,33 @@ KILN_SIMD void axpy(float alpha, const float* x, float* y, int64_t n) {
 }
 KILN_SIMD void axpy(double alpha, const double* x, double* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
+namespace {
+__attribute__((target("avx2,f16c"))) void f16_to_f32_f16c(const uint16_t* s, float* d, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
+  }
+  for (; i < n; ++i) d[i] = float16_t::to_float(s[i]);
+}
+}  // namespace
+
+void to_float(const float16_t* src, float* dst, int64_t n) {
+  static const bool f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
+  if (f16c) {
+    f16_to_f32_f16c(reinterpret_cast<const uint16_t*>(src), dst, n);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) dst[i] = float(src[i]);
+}
+
+KILN_SIMD void to_float(const bfloat16_t* src, float* dst, int64_t n) {
+  const uint16_t* s = reinterpret_cast<const uint16_t*>(src);
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t b = static_cast<uint32_t>(s[i]) << 16;
+    std::memcpy(dst + i, &b, 4);
+  }
 }
 
 array unit_last_stride(const array& a) {

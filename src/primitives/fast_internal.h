@@ -48,6 +48,18 @@ double sum(const double* a, int64_t n);
 void axpy(float alpha, const float* x, float* y, int64_t n);
 void axpy(double alpha, const double* x, double* y, int64_t n);
 
+// Half-precision rows to float (F16C when the CPU has it), and a generic row load into Acc values.
+void to_float(const float16_t* src, float* dst, int64_t n);
+void to_float(const bfloat16_t* src, float* dst, int64_t n);
+template <typename T, typename A>
+inline void load_row(const T* src, A* dst, int64_t n) {
+  if constexpr (cpu::is_half_v<T> && std::is_same_v<A, float>) {
+    to_float(src, dst, n);
+  } else {
+    for (int64_t i = 0; i < n; ++i) dst[i] = A(src[i]);
+  }
+}
+
 // BLAS is never called inside a parallel_for (OpenBLAS threads itself; nesting oversubscribes the
 // cores): kernels either run many small tasks in parallel with the loops above, or few large ones
 // one after another through BLAS.

@@ -86,8 +86,7 @@ struct Rows {
   // Row r converted to the accumulation type.
   template <typename T, typename A>
   void load(int64_t r, A* dst) const {
-    const T* src = x.data<T>() + row_offset(x, r);
-    for (int64_t i = 0; i < D; ++i) dst[i] = A(src[i]);
+    load_row(x.data<T>() + row_offset(x, r), dst, D);
   }
 };
 

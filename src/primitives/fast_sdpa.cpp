@@ -93,15 +93,17 @@ double lowest_of() {
 // A (B, H, L, D) operand as Acc rows: pointer, batch and head strides, row stride (unit last stride).
 template <typename Acc>
 struct Operand {
-  const Acc* p = nullptr;
+  const Acc* p = nullptr;  // null: converted per tile from `src`
   int64_t sb = 0, sh = 0, ld = 0;
   std::vector<Acc> own;
+  array src;  // the input with a unit last stride
   const Acc* at(int64_t b, int64_t h) const { return p + b * sb + h * sh; }
 };
 
-// Use `a` in place when it already is Acc rows BLAS can read; otherwise convert to a contiguous copy.
+// Use `a` in place when it already is Acc rows BLAS can read. Otherwise convert it all up front
+// (`convert`), or leave it to the tiles, which convert the rows they read (small tiles, in parallel).
 template <typename T, typename Acc>
-void prepare(const array& a0, Operand<Acc>& op) {
+void prepare(const array& a0, Operand<Acc>& op, bool convert) {
   const Shape& sh = a0.shape();
   const int64_t D = sh[3];
   if constexpr (std::is_same_v<T, Acc>) {
@@ -115,21 +117,33 @@ void prepare(const array& a0, Operand<Acc>& op) {
       return;
     }
   }
-  const array a = unit_last_stride(a0);
+  op.src = unit_last_stride(a0);
+  if (!convert) return;
+  const array& a = op.src;
   op.own.resize(a.size());
   const int64_t rows = D == 0 ? 0 : static_cast<int64_t>(a.size()) / D;
   cpu::parallel_for(static_cast<size_t>(rows), std::max<size_t>(1, cpu::kGrainCheap / std::max<int64_t>(D, 1)),
                     [&](size_t b, size_t e) {
                       for (size_t r = b; r < e; ++r) {
-                        const T* src = a.data<T>() + row_offset(a, static_cast<int64_t>(r));
-                        Acc* dst = op.own.data() + static_cast<int64_t>(r) * D;
-                        for (int64_t i = 0; i < D; ++i) dst[i] = Acc(src[i]);
+                        load_row(a.data<T>() + row_offset(a, static_cast<int64_t>(r)),
+                                 op.own.data() + static_cast<int64_t>(r) * D, D);
                       }
                     });
   op.p = op.own.data();
   op.ld = std::max<int64_t>(D, 1);
   op.sh = static_cast<int64_t>(sh[2]) * D;
   op.sb = static_cast<int64_t>(sh[1]) * op.sh;
+}
+
+// Rows [0, n) of head (b, h) of `op` as Acc rows: in place, or converted into `buf`. Returns (rows, ld).
+template <typename T, typename Acc>
+std::pair<const Acc*, int64_t> rows_of(const Operand<Acc>& op, int64_t b, int64_t h, int64_t n, int64_t D,
+                                       std::vector<Acc>& buf) {
+  if (op.p) return {op.at(b, h), op.ld};
+  const auto& st = op.src.strides();
+  const T* base = op.src.template data<T>() + b * st[0] + h * st[1];
+  for (int64_t j = 0; j < n; ++j) load_row(base + j * st[2], buf.data() + j * D, D);
+  return {buf.data(), std::max<int64_t>(D, 1)};
 }
 
 struct SdpaParams {
@@ -140,21 +154,22 @@ struct SdpaParams {
 template <typename T>
 struct Sdpa {
   using Acc = cpu::acc_t<T>;
+  explicit Sdpa(const SdpaParams& params) : p(params) {}
   const SdpaParams& p;
-  int64_t B, Hq, Lq, D, Hk, Lk, Dv, rep, q_off;
+  int64_t B = 0, Hq = 0, Lq = 0, D = 0, Hk = 0, Lk = 0, Dv = 0, rep = 1, q_off = 0;
   array q2;
   Operand<Acc> K, V;
   const array* mask = nullptr;
   int64_t msb = 0, msh = 0, msl = 0, msk = 0;
   bool bool_mask = false;
   const array* sinks = nullptr;
-  Acc lowest;
-  T* o;
-  float* lse;
+  Acc lowest = 0;
+  T* o = nullptr;
+  float* lse = nullptr;
 
   // Scratch for one tile of `rows_max` query rows.
   struct Scratch {
-    std::vector<Acc> Q, S, O, inv, lrow;
+    std::vector<Acc> Q, S, O, inv, lrow, Kb, Vb;
     Scratch(int64_t rows, int64_t D, int64_t Lk, int64_t Dv)
         : Q(static_cast<size_t>(rows * std::max<int64_t>(D, 1))),
           S(static_cast<size_t>(rows * std::max<int64_t>(Lk, 1))),
@@ -168,8 +183,7 @@ struct Sdpa {
 
   void gather_q(int64_t b, int64_t hk, int64_t i0, int64_t n_i, int64_t r, Acc* dst) const {
     const int64_t hq = head(hk, r, n_i), i = i0 + r % n_i;
-    const T* src = q2.data<T>() + b * q2.strides()[0] + hq * q2.strides()[1] + i * q2.strides()[2];
-    for (int64_t d = 0; d < D; ++d) dst[d] = Acc(src[d]);
+    load_row(q2.data<T>() + b * q2.strides()[0] + hq * q2.strides()[1] + i * q2.strides()[2], dst, D);
   }
 
   // Masks and sinks on one row of scores, then exp in place; records 1/sum and the logsumexp.
@@ -220,17 +234,19 @@ struct Sdpa {
   // A tile on one thread, with the vector loops (decoding, short sequences).
   void tile_small(int64_t b, int64_t hk, int64_t i0, int64_t n_i, Scratch& sc) const {
     const int64_t rows = n_i * rep, kend = key_end(i0, n_i);
-    const Acc* kb = K.at(b, hk);
-    const Acc* vb = V.at(b, hk);
+    if (!K.p && sc.Kb.empty()) sc.Kb.resize(static_cast<size_t>(std::max<int64_t>(Lk * D, 1)));
+    if (!V.p && sc.Vb.empty()) sc.Vb.resize(static_cast<size_t>(std::max<int64_t>(Lk * Dv, 1)));
+    const auto [kb, kld] = rows_of<T>(K, b, hk, kend, D, sc.Kb);
+    const auto [vb, vld] = rows_of<T>(V, b, hk, kend, Dv, sc.Vb);
     for (int64_t r = 0; r < rows; ++r) {
       Acc* qr = sc.Q.data();
       gather_q(b, hk, i0, n_i, r, qr);
       Acc* s = sc.S.data() + r * kend;
-      for (int64_t j = 0; j < kend; ++j) s[j] = Acc(p.scale) * fastk::dot(qr, kb + j * K.ld, D);
+      for (int64_t j = 0; j < kend; ++j) s[j] = Acc(p.scale) * fastk::dot(qr, kb + j * kld, D);
       softmax_row(b, hk, i0, n_i, r, s, kend, sc);
       Acc* orow = sc.O.data() + r * Dv;
       std::fill(orow, orow + Dv, Acc(0));
-      for (int64_t j = 0; j < kend; ++j) fastk::axpy(s[j], vb + j * V.ld, orow, Dv);
+      for (int64_t j = 0; j < kend; ++j) fastk::axpy(s[j], vb + j * vld, orow, Dv);
       write_row(b, hk, i0, n_i, r, kend, sc);
     }
   }
@@ -262,12 +278,14 @@ struct Sdpa {
     });
   }
 
-  void run() {
+  void run(const array& k_in, const array& v_in) {
     // Small tiles (about 64 rows of all heads of a group, fewer for long key ranges) when each is cheap:
     // many of them in parallel. Otherwise large tiles through BLAS, one after another.
     int64_t tq = std::max<int64_t>(1, std::clamp<int64_t>((int64_t(1) << 20) / std::max<int64_t>(Lk, 1), 1, 64) / rep);
     const double tile_flops = 2.0 * static_cast<double>(std::min(tq, Lq) * rep) * Lk * (D + Dv);
     const bool small = tile_flops <= kSmallTaskFlops || Lk == 0;
+    prepare<T>(k_in, K, !small);
+    prepare<T>(v_in, V, !small);
     if (!small) tq = std::max<int64_t>(1, std::clamp<int64_t>((int64_t(1) << 22) / Lk, 16, 512) / rep);
     const int64_t ntiles = (Lq + tq - 1) / tq;
     const size_t tasks = static_cast<size_t>(B * Hk * ntiles);
@@ -301,7 +319,7 @@ struct Sdpa {
 template <typename T>
 void sdpa_kernel(const std::vector<array>& in, std::vector<array>& out, const SdpaParams& p) {
   const array &q = in[0], &k = in[1], &v = in[2];
-  Sdpa<T> s{p};
+  Sdpa<T> s(p);
   s.B = q.shape()[0], s.Hq = q.shape()[1], s.Lq = q.shape()[2], s.D = q.shape()[3];
   s.Hk = k.shape()[1], s.Lk = k.shape()[2], s.Dv = v.shape()[3];
   s.rep = s.Hq / s.Hk;
@@ -312,8 +330,6 @@ void sdpa_kernel(const std::vector<array>& in, std::vector<array>& out, const Sd
   s.lse = p.lse ? out[1].data<float>() : nullptr;
   if (s.B * s.Hq * s.Lq == 0) return;
   s.q2 = unit_last_stride(q);
-  prepare<T>(k, s.K);
-  prepare<T>(v, s.V);
   if (p.has_mask) {
     s.mask = &in[3];
     s.msb = bstride(*s.mask, 0, 4), s.msh = bstride(*s.mask, 1, 4);
@@ -322,7 +338,7 @@ void sdpa_kernel(const std::vector<array>& in, std::vector<array>& out, const Sd
   }
   s.sinks = p.has_sinks ? &in.back() : nullptr;
   s.lowest = typename Sdpa<T>::Acc(lowest_of<T>());
-  s.run();
+  s.run(k, v);
 }
 
 void sdpa_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {

@@ -172,8 +172,7 @@ void qmm_kernel(const Node& node, const std::vector<array>& in, array& out,
     const int64_t rows = static_cast<int64_t>(x1.size()) / K;
     cpu::parallel_for(static_cast<size_t>(rows), std::max<size_t>(1, cpu::kGrainCheap / K), [&](size_t b, size_t e) {
       for (size_t r = b; r < e; ++r) {
-        const T* src = x1.data<T>() + fastk::row_offset(x1, static_cast<int64_t>(r));
-        for (int64_t i = 0; i < K; ++i) xbuf[r * K + i] = Acc(src[i]);
+        fastk::load_row(x1.data<T>() + fastk::row_offset(x1, static_cast<int64_t>(r)), xbuf.data() + r * K, K);
       }
     });
     X = xbuf.data();

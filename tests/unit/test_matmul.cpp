@@ -186,6 +186,29 @@ TEST(Matmul, LargeGemmAtBlasSpeed) {
   }
 }
 
+// MLX's golden outputs (the inputs and outputs of exported functions).
+void expect_golden(const mx::array& got, const std::string& file) {
+  auto want = mx::load(lt::golden(file));
+  ASSERT_EQ(got.shape(), want.shape()) << file;
+  lt::expect_near(values<double>(got), values<double>(want), 1e-5, file);
+}
+
+TEST(Matmul, Golden) {
+  auto ld = [](const std::string& f) { return mx::load(lt::golden(f)); };
+  expect_golden(mx::matmul(ld("matmul/call0_arg0.npy"), ld("matmul/call0_arg1.npy")), "matmul/call0_out0.npy");
+  expect_golden(mx::matmul(ld("matmul_batched/call0_arg0.npy"), ld("matmul_batched/call0_arg1.npy")),
+                "matmul_batched/call0_out0.npy");
+  // matvec: (a @ v, inner(v, v)).
+  auto m = ld("matvec/call0_arg0.npy"), v = ld("matvec/call0_arg1.npy");
+  expect_golden(mx::matmul(m, v), "matvec/call0_out0.npy");
+  expect_golden(mx::inner(v, v), "matvec/call0_out1.npy");
+  // einsum("ij,jk->ik") is a plain product.
+  expect_golden(mx::matmul(ld("einsum/call0_arg0.npy"), ld("einsum/call0_arg1.npy")), "einsum/call0_out0.npy");
+  // addmm(c, a, b, alpha=0.5, beta=2).
+  expect_golden(mx::addmm(ld("addmm/call0_arg0.npy"), ld("addmm/call0_arg1.npy"), ld("addmm/call0_arg2.npy"), 0.5f, 2.0f),
+                "addmm/call0_out0.npy");
+}
+
 TEST(AddMM, Basic) {
   auto a = lt::random({3, 4}, 27), b = lt::random({4, 5}, 28), c = lt::random({3, 5}, 29);
   auto out = mx::addmm(c, a, b, 2.0f, 0.5f);

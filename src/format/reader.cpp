@@ -2,6 +2,7 @@
 // that remain before anything is allocated, every id must be defined before use, and every node is
 // checked against its registry row (arity, output count, and the output rule when there is one), so
 // a malformed or hostile file fails with an "[import_function] ..." error instead of crashing later.
+// Rows with a `check` hook validate their recorded outputs themselves.
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
@@ -219,7 +220,15 @@ class RecordParser {
       fail(name + " has " + std::to_string(def->num_outputs) + " outputs but the node records " +
            std::to_string(e.specs.size()));
     }
-    if (def->infer) {
+    if (def->check) {
+      // Rows whose recorded outputs are not a function of the state alone validate them directly.
+      try {
+        def->check(e.state, in_specs, e.specs);
+      } catch (const std::exception& ex) {
+        fail(name + " with inputs " + specs_text(in_specs) + " and state {" + state_text(*def, e.state) +
+             "} cannot produce the recorded " + specs_text(e.specs) + ": " + ex.what());
+      }
+    } else if (def->infer) {
       std::vector<ArraySpec> want;
       try {
         want = def->infer(e.state, in_specs);

@@ -14,6 +14,10 @@ const PrimitiveDef& load_def();
 // A lazy constant of `spec` whose little-endian payload is `nbytes` at `offset` of `src`.
 array load_constant(std::shared_ptr<const format::Source> src, const ArraySpec& spec, uint64_t offset,
                     uint64_t nbytes);
+// The constant as one call should use it: the shared loaded data once it has been read, otherwise
+// a fresh Load node on the same slot, so that concurrent calls never evaluate one shared node (the
+// read itself still happens once).
+array constant_for_call(const array& constant);
 // How many payloads have been read from files so far (for tests: constants are read lazily, once).
 uint64_t load_reads();
 

@@ -1,8 +1,9 @@
 // Replaying an imported tape on new inputs (spec 4.5). Ids are resolved through one map per call;
-// constants are the shared (lazily loaded) arrays of the file.
+// constants share the file's lazily loaded buffers (see constant_for_call).
 #include <unordered_map>
 
 #include "format/codec.h"
+#include "primitives/load.h"
 #include "trace/tape.h"
 
 namespace kiln::detail {
@@ -21,7 +22,7 @@ std::vector<array> replay(const format::Record& rec, const std::vector<array>& i
       case Entry::Kind::Input:
         break;
       case Entry::Kind::Constant:
-        values.emplace(e.id, e.value);
+        values.emplace(e.id, constant_for_call(e.value));
         break;
       case Entry::Kind::Primitive: {
         ins.clear();

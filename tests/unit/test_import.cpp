@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <thread>
 
 #include "format/record.h"
 #include "kiln/ops/misc.h"
@@ -148,6 +149,30 @@ TEST(Import, ConstantsLoadLazilyAndOnce) {
   write_bytes(path, bytes);
   EXPECT_EQ(values<float>(f({mx::ones({2})})[0]), (std::vector<float>{11.0f, 21.0f}));
   EXPECT_EQ(mx::detail::load_reads(), reads0 + 1);
+  std::remove(path.c_str());
+}
+
+TEST(Import, ConcurrentCallsReadEachConstantOnce) {
+  auto path = temp_file("threads");
+  mx::array c({1.0f, 2.0f, 3.0f});
+  mx::array d({10.0f, 10.0f, 10.0f});
+  mx::export_function(path, [c, d](const mx::Args& a) { return one(mx::add(mx::multiply(a[0], c), d)); },
+                      {mx::zeros({3})});
+  auto f = mx::import_function(path);
+  uint64_t reads0 = mx::detail::load_reads();
+  std::vector<std::thread> threads;
+  std::vector<std::vector<float>> results(8);
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      auto out = f({mx::full({3}, static_cast<float>(t))});
+      results[t] = values<float>(out[0]);
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 8; ++t) {
+    EXPECT_EQ(results[t], (std::vector<float>{10.0f + t, 10.0f + 2 * t, 10.0f + 3 * t})) << t;
+  }
+  EXPECT_EQ(mx::detail::load_reads(), reads0 + 2);  // two constants, each read once
   std::remove(path.c_str());
 }
 

@@ -1,7 +1,8 @@
 // Comparison, logical and bitwise binary primitives (Equal, NotEqual, Greater, GreaterEqual, Less,
 // LessEqual, LogicalAnd, LogicalOr, BitwiseBinary) and their ops.
+#include "primitives/elementwise_common.h"  // first: it sets the kernels' float options
+
 #include "kiln/ops/shape.h"
-#include "primitives/elementwise_common.h"
 
 namespace kiln {
 

@@ -5,7 +5,15 @@
 // MLX's Linux CPU build evaluates exp, sin, cos, erf and erfinv with its own single-precision
 // polynomials (also for float64 inputs) and everything else with the C library; the scalar functions
 // here follow the same algorithms so that float32 results agree bit for bit.
+//
+// Include this header FIRST in every element-wise .cpp: the pragma below must precede all other code
+// of the translation unit. Neither errno nor floating-point exception flags are results of these
+// kernels; without them GCC vectorizes sqrt and the branch-free selects of the loops.
 #pragma once
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-math-errno", "no-trapping-math")
+#endif
 
 #include <bit>
 #include <cmath>
@@ -43,6 +51,15 @@ inline float fma_f(float a, float b, float c) {
   return static_cast<float>(static_cast<double>(a) * static_cast<double>(b) + static_cast<double>(c));
 }
 
+// How the polynomials below get their fused multiply-adds: emulated (any x86-64), or the FMA
+// instruction in code compiled for AVX2+FMA (see unary_math.cpp), which is exact like MLX's fmaf.
+struct SoftFma {
+  static float fma(float a, float b, float c) { return fma_f(a, b, c); }
+};
+struct HardFma {
+  static float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+};
+
 // Round half to even without a libm call (vectorizable); |x| >= 2^23 (or 2^52) is already integral.
 template <typename F>
 inline F rint_f(F x) {
@@ -54,44 +71,54 @@ inline F rint_f(F x) {
 template <typename F>
 inline F floor_f(F x) {
   F r = rint_f(x);
-  return r > x ? r - F(1) : r;
+  return r - (r > x ? F(1) : F(0));
 }
 template <typename F>
 inline F ceil_f(F x) {
   F r = rint_f(x);
-  return r < x ? r + F(1) : r;
+  return r + (r < x ? F(1) : F(0));
 }
 
 // MLX's exp: 2^(x·log2 e) split into an integer power (built in the exponent bits) and a degree-6
 // polynomial for the fraction (Cephes constants). Saturates to inf above 88 and to 0 below -88.
+template <typename M = SoftFma>
 inline float exp_f(float x0) {
-  float xc = x0 < 88.0f ? (x0 > -88.0f ? x0 : -88.0f) : 88.0f;  // NaN -> 88; keeps the int cast defined
+  float xc = x0 > 88.0f ? 88.0f : x0;
+  xc = xc < -88.0f ? -88.0f : xc;
+  xc = x0 == x0 ? xc : 0.0f;  // NaN: keep the int conversion below defined
   float t = xc * 1.442695f;
   double h = static_cast<double>(t) + 0.5;  // exact in double
   int32_t i = static_cast<int32_t>(h);
   if (static_cast<double>(i) > h) --i;  // floor
   float f = t - static_cast<float>(i);
   float p = 1.535336188319500e-4f;
-  p = fma_f(p, f, 1.339887440266574e-3f);
-  p = fma_f(p, f, 9.618437357674640e-3f);
-  p = fma_f(p, f, 5.550332471162809e-2f);
-  p = fma_f(p, f, 2.402264791363012e-1f);
-  p = fma_f(p, f, 6.931472028550421e-1f);
-  p = fma_f(p, f, 1.0f);
+  p = M::fma(p, f, 1.339887440266574e-3f);
+  p = M::fma(p, f, 9.618437357674640e-3f);
+  p = M::fma(p, f, 5.550332471162809e-2f);
+  p = M::fma(p, f, 2.402264791363012e-1f);
+  p = M::fma(p, f, 6.931472028550421e-1f);
+  p = M::fma(p, f, 1.0f);
   float r = std::bit_cast<float>(static_cast<uint32_t>(i + 127) << 23) * p;
   r = x0 > 88.0f ? std::numeric_limits<float>::infinity() : r;
   r = x0 < -88.0f ? 0.0f : r;
   return x0 != x0 ? x0 : r;
 }
 
-// x86's float -> uint32 conversion as compilers emit it (through int64; 0 when out of range).
+// x86's float -> uint32 conversion of y >= 0 as compilers emit it: through int64, so the result is
+// the low 32 bits, and 0 from 2^63 on or for NaN. Written with float arithmetic so that it vectorizes:
+// y mod 2^32 is exact in float.
 inline uint32_t float_to_u32_x86(float y) {
-  return y < 9.2233720368547758e18f ? static_cast<uint32_t>(static_cast<uint64_t>(static_cast<int64_t>(y))) : 0u;
+  float hi = floor_f(y * 2.3283064365386963e-10f);  // floor(y / 2^32)
+  float r = y - hi * 4294967296.0f;
+  r = y < 9.2233720368547758e18f ? r : 0.0f;  // also maps NaN to 0
+  float top = r >= 2147483648.0f ? 2147483648.0f : 0.0f;
+  uint32_t u = static_cast<uint32_t>(static_cast<int32_t>(r - top));
+  return u + (top != 0.0f ? 0x80000000u : 0u);
 }
 
 // MLX's sin/cos: Cephes single-precision range reduction by pi/4 and two minimax polynomials.
 // Computed in float for every real input type; the sign comes from the input in its own type.
-template <bool Sine, typename T>
+template <bool Sine, typename M = SoftFma, typename T>
 inline float sincos_f(T in) {
   bool neg = in < T(0);
   float x = std::fabs(static_cast<float>(in));
@@ -100,19 +127,19 @@ inline float sincos_f(T in) {
   j = (j + 1u) & ~1u;
   y = static_cast<float>(j);
   bool poly = (j & 2u) != 0;
-  x = fma_f(y, -0.78515625f, x);
-  x = fma_f(y, -2.4187564849853515625e-4f, x);
-  x = fma_f(y, -3.77489497744594108e-8f, x);
+  x = M::fma(y, -0.78515625f, x);
+  x = M::fma(y, -2.4187564849853515625e-4f, x);
+  x = M::fma(y, -3.77489497744594108e-8f, x);
   float z = x * x;
-  float y1 = fma_f(z, 2.443315711809948e-5f, -1.388731625493765e-3f);
-  float y2 = fma_f(z, -1.9515295891e-4f, 8.3321608736e-3f);
-  y1 = fma_f(y1, z, 4.166664568298827e-2f);
-  y2 = fma_f(y2, z, -1.6666654611e-1f);
+  float y1 = M::fma(z, 2.443315711809948e-5f, -1.388731625493765e-3f);
+  float y2 = M::fma(z, -1.9515295891e-4f, 8.3321608736e-3f);
+  y1 = M::fma(y1, z, 4.166664568298827e-2f);
+  y2 = M::fma(y2, z, -1.6666654611e-1f);
   y1 = y1 * z;
   y2 = y2 * z;
   y1 = y1 * z;
-  y2 = fma_f(x, y2, x);
-  y1 = fma_f(z, -0.5f, y1);
+  y2 = M::fma(x, y2, x);
+  y1 = M::fma(z, -0.5f, y1);
   y1 = y1 + 1.0f;
   if constexpr (Sine) {
     bool s = neg != ((j & 4u) != 0);
@@ -126,14 +153,15 @@ inline float sincos_f(T in) {
 }
 
 // MLX's erf: Abramowitz-Stegun 7.1.26 with its exp; odd in x (erf(0) is -0, as in MLX).
+template <typename M = SoftFma>
 inline float erf_f(float v) {
-  float t = 1.0f / fma_f(0.3275911f, std::fabs(v), 1.0f);
-  float r = fma_f(1.061405429f, t, -1.453152027f);
-  r = fma_f(r, t, 1.421413741f);
-  r = fma_f(r, t, -0.284496736f);
-  r = fma_f(r, t, 0.254829592f);
-  float e = -exp_f(-v * v);
-  return fma_f(e * t, r, 1.0f);  // |erf(v)|; the caller applies the sign
+  float t = 1.0f / M::fma(0.3275911f, std::fabs(v), 1.0f);
+  float r = M::fma(1.061405429f, t, -1.453152027f);
+  r = M::fma(r, t, 1.421413741f);
+  r = M::fma(r, t, -0.284496736f);
+  r = M::fma(r, t, 0.254829592f);
+  float e = -exp_f<M>(-v * v);
+  return M::fma(e * t, r, 1.0f);  // |erf(v)|; the caller applies the sign
 }
 
 // MLX's erfinv: Giles' single-precision approximation in w = log(1 - a^2), two polynomials.

@@ -1,6 +1,7 @@
 // Select (the primitive behind `where`): out = condition ? x : y, element-wise.
+#include "primitives/elementwise_common.h"  // first: it sets the kernels' float options
+
 #include "kiln/ops/shape.h"
-#include "primitives/elementwise_common.h"
 
 namespace kiln {
 

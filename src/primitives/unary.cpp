@@ -1,9 +1,9 @@
 // Element-wise unary primitives without transcendental math: casts, views, sign and rounding ops,
 // logical/bitwise negation and complex parts. The math ones (Exp, Sin, ...) are in unary_math.cpp,
 // the op builders in unary_ops.cpp.
-#include <cmath>
+#include "primitives/elementwise_common.h"  // first: it sets the kernels' float options
 
-#include "primitives/elementwise_common.h"
+#include <cmath>
 
 namespace kiln {
 

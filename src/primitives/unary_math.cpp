@@ -1,9 +1,9 @@
 // Element-wise unary math primitives (Exp, Log, Sin, Sqrt, Sigmoid, Erf, ...). MLX evaluates them on
 // inexact dtypes only; the op builders cast integers to float32 first. Values follow MLX's CPU
 // backend: its own polynomials for exp/sin/cos/erf/erfinv, the C library for the rest.
-#include <cmath>
+#include "primitives/elementwise_common.h"  // first: it sets the kernels' float options
 
-#include "primitives/elementwise_common.h"
+#include <cmath>
 
 namespace kiln {
 
@@ -55,7 +55,12 @@ struct RsqrtOp {
   }
 };
 
+// Ops with a `fast` member run float32 through it; unary_fp_fast uses it to build an AVX2+FMA loop.
 struct ExpOp {
+  template <typename M>
+  static float fast(float x) {
+    return exp_f<M>(x);
+  }
   template <typename T>
   static T apply(T x) {
     if constexpr (is_complex_v<T>) return std::exp(x);
@@ -94,6 +99,10 @@ struct Log1pOp {
 };
 
 struct SinOp {
+  template <typename M>
+  static float fast(float x) {
+    return sincos_f<true, M>(x);
+  }
   template <typename T>
   static T apply(T x) {
     if constexpr (is_complex_v<T>) return std::sin(x);
@@ -102,6 +111,10 @@ struct SinOp {
 };
 
 struct CosOp {
+  template <typename M>
+  static float fast(float x) {
+    return sincos_f<false, M>(x);
+  }
   template <typename T>
   static T apply(T x) {
     if constexpr (is_complex_v<T>) return std::cos(x);
@@ -111,6 +124,11 @@ struct CosOp {
 
 // 1/(1 + e^|x|) mirrored for x >= 0, which never overflows to NaN.
 struct SigmoidOp {
+  template <typename M>
+  static float fast(float x) {
+    float y = 1.0f / (1.0f + exp_f<M>(std::fabs(x)));
+    return x < 0.0f ? y : 1.0f - y;
+  }
   template <typename T>
   static T apply(T x) {
     if constexpr (is_complex_v<T>) {
@@ -126,6 +144,11 @@ struct SigmoidOp {
 };
 
 struct ErfOp {
+  template <typename M>
+  static float fast(float x) {
+    float r = erf_f<M>(x);
+    return x > 0.0f ? r : -r;
+  }
   template <typename T>
   static T apply(T x) {
     T r = T(erf_f(static_cast<float>(x)));
@@ -140,9 +163,34 @@ struct ErfInvOp {
   }
 };
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// The same loop compiled for AVX2+FMA: 8 lanes and exact hardware FMA (MLX's fmaf gives the same bits).
 template <typename Op>
+__attribute__((target("avx2,fma"))) void map_avx2(const float* src, float* dst, size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] = Op::template fast<HardFma>(src[i]);
+}
+bool has_avx2_fma() {
+  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return ok;
+}
+#endif
+
+// float32 arrays in row-major order take the AVX2 loop when the CPU has it.
+template <typename Op, bool Complex = true>
 void fp_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
-  unary_fp<Op>(in[0], out[0]);
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+  if constexpr (requires { Op::template fast<HardFma>(0.0f); }) {
+    if (in[0].dtype() == float32 && in[0].row_contiguous() && has_avx2_fma()) {
+      out[0].alloc();
+      const float* src = in[0].data<float>();
+      float* dst = out[0].data<float>();
+      cpu::parallel_for(out[0].size(), cpu::kGrainMedium,
+                        [&](size_t b, size_t e) { map_avx2<Op>(src + b, dst + b, e - b); });
+      return;
+    }
+  }
+#endif
+  unary_fp<Op, Complex>(in[0], out[0]);
 }
 
 template <typename Op>
@@ -210,7 +258,7 @@ void register_unary_math() {
                       .max_inputs = 1,
                       .flags = U,
                       .infer = float_unary_infer,
-                      .cpu = std::string(name) == "Erf" ? real_fp_cpu<ErfOp> : real_fp_cpu<ErfInvOp>});
+                      .cpu = std::string(name) == "Erf" ? fp_cpu<ErfOp, false> : real_fp_cpu<ErfInvOp>});
   }
   registry::define({.name = "Log",
                     .fields = {{"base", FieldType::Int}},

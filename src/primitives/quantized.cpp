@@ -4,8 +4,11 @@
 // MLX does in the weight's dtype is rounded to that dtype here too.
 #include "backend/cpu/loops.h"
 #include "kiln/ops/elementwise.h"
+#include "kiln/ops/reduce.h"
+#include "kiln/ops/shape.h"
 #include "primitives/common.h"
 #include "primitives/quantized_internal.h"
+#include "trace/mode.h"
 
 namespace kiln {
 
@@ -355,6 +358,39 @@ const PrimitiveDef& quantize_def() {
   return d;
 }
 
+// Affine dequantization as the graph of plain ops that MLX records on CPU streams. Used while
+// tracing for export on a CPU stream: MLX 0.30.1's CPU build evaluates a dequantizing Quantize node
+// as a quantization (and crashes), so such files would not run there.
+array affine_dequantize_graph(const array& w0, const array& scales, const array& biases, int gs, int bits,
+                              StreamOrDevice s) {
+  Shape wshape = w0.shape(), sshape = scales.shape();
+  wshape.back() = -1;
+  sshape.back() = -1;
+  array w = w0;
+  if ((bits & (bits - 1)) == 0) {
+    std::vector<array> parts;
+    for (int start = 0; start < 32; start += bits) {
+      parts.push_back(expand_dims(right_shift(left_shift(w, array(32 - (start + bits), uint32), s),
+                                              array(32 - bits, uint32), s),
+                                  -1, s));
+    }
+    w = concatenate(parts, -1, s);
+  } else {
+    w = expand_dims(w, -1, s);
+    w = bitwise_and(right_shift(w, arange(32, uint32, s), s), array({1}, uint32), s);
+    Shape ns = w.shape();
+    ns[ns.size() - 2] = -1;
+    ns.back() = bits;
+    w = reshape(w, ns, s);
+    w = sum(left_shift(w, arange(bits, uint32, s), s), -1, false, s);
+  }
+  wshape.push_back(gs);
+  w = reshape(w, wshape, s);
+  w = multiply(w, expand_dims(scales, -1, s), s);
+  w = add(w, expand_dims(biases, -1, s), s);
+  return reshape(w, sshape, s);
+}
+
 }  // namespace
 
 std::vector<array> quantize(const array& w, std::optional<int> group_size_, std::optional<int> bits_,
@@ -429,6 +465,9 @@ array dequantize(const array& w, const array& scales, const std::optional<array>
     throw std::invalid_argument(msg.str());
   }
   if (affine) quant::validate_params("dequantize", qmode, gs, bits);
+  if (affine && detail::in_tracing() && to_stream(s).device == Device::cpu) {
+    return astype(affine_dequantize_graph(w, scales, *biases, gs, bits, s), out_type, s);
+  }
   State st{std::monostate{}, gs, bits, static_cast<int32_t>(qmode), true};
   if (affine) {
     const Dtype t = promote_types(scales.dtype(), biases->dtype());

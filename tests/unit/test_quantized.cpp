@@ -7,8 +7,12 @@
 
 #include <cmath>
 
+#include <kiln/export.h>
 #include <kiln/kiln.h>
 #include <kiln/ops/quantized.h>
+
+#include <cstdio>
+#include <unistd.h>
 
 #include "unit/fast_test_util.h"
 
@@ -493,6 +497,33 @@ TEST(QuantizedMatmul, ErrorsAsMLX) {
               HasSubstr("[quantized_matmul] Only real floating types are supported but scales.dtype() == int32"));
   EXPECT_THAT(error_of([&] { mx::quantized_matmul(mx::ones({2, 64}), q[0], q[1], q[2], true, 64, 4, "bogus"); }),
               HasSubstr("[quantized_matmul] Invalid quantization mode 'bogus'."));
+}
+
+TEST(QuantizeExport, DequantizeOnCpuStreamsExportsMLXsGraph) {
+  // MLX's CPU build cannot evaluate a dequantizing Quantize node, so on CPU streams the exported
+  // function holds the plain-op graph MLX itself records; it still dequantizes bit for bit.
+  const std::string file = "/tmp/kiln_test_dequant_" + std::to_string(::getpid()) + ".mlxfn";
+  for (int bits : {4, 3}) {
+    mx::array w = rand_array({8, 64}, mx::float32, 50 + bits);
+    auto q = mx::quantize(w, 32, bits);
+    mx::eval(q);
+    mx::export_function(file, [&](const mx::Args& a) {
+      return std::vector<mx::array>{mx::dequantize(a[0], a[1], a[2], 32, bits), mx::quantize(a[3], 32, bits)[0]};
+    }, {q[0], q[1], q[2], w});
+    auto f = mx::import_function(file);
+    size_t quantize_nodes = 0;
+    for (auto& e : f.info().functions[0].tape) {
+      if (e.name == "Quantize") {
+        ++quantize_nodes;
+        EXPECT_FALSE(std::get<bool>(e.state[4])) << "a dequantizing Quantize node was exported";
+      }
+    }
+    EXPECT_EQ(quantize_nodes, 1u);  // the quantization itself stays one node, as in MLX
+    auto outs = f({q[0], q[1], q[2], w});
+    EXPECT_EQ(fnv(outs[0]), fnv(mx::dequantize(q[0], q[1], q[2], 32, bits))) << bits;
+    EXPECT_EQ(fnv(outs[1]), fnv(q[0])) << bits;
+  }
+  std::remove(file.c_str());
 }
 
 TEST(QuantizedPrimitives, SchemasAndInfer) {

@@ -134,6 +134,24 @@ std::vector<ArraySpec> quantize_infer(const State& st, const std::vector<ArraySp
   return {{out, bfloat16}};
 }
 
+// A record's outputs: those of `infer`, except that a floating dequantization (fp modes) may have any
+// floating dtype (the op's `dtype` argument, which the state does not hold).
+void quantize_check(const State& st, const std::vector<ArraySpec>& in, const std::vector<ArraySpec>& out) {
+  std::vector<ArraySpec> want = quantize_infer(st, in);
+  const bool free_dtype = st.b(4) && st.i(3) != static_cast<int>(QuantizationMode::Affine);
+  bool ok = want.size() == out.size();
+  for (size_t i = 0; ok && i < want.size(); ++i) {
+    ok = want[i].shape == out[i].shape &&
+         (free_dtype ? is_floating_point(out[i].dtype) : want[i].dtype == out[i].dtype);
+  }
+  if (!ok) {
+    std::string w, o;
+    for (auto& a : want) w += detail::shape_str(a.shape) + " " + dtype_name(a.dtype) + "; ";
+    for (auto& a : out) o += detail::shape_str(a.shape) + " " + dtype_name(a.dtype) + "; ";
+    throw std::invalid_argument("[Quantize] Expected outputs " + w + "but the record has " + o);
+  }
+}
+
 // A value of T in T's arithmetic type: rounds to T (the step MLX does in the weight's dtype).
 template <typename T>
 inline cpu::acc_t<T> rt(cpu::acc_t<T> v) {
@@ -331,7 +349,8 @@ void define_quantize() {
                     .max_inputs = 3,
                     .num_outputs = -1,
                     .infer = quantize_infer,
-                    .cpu = quantize_cpu});
+                    .cpu = quantize_cpu,
+                    .check = quantize_check});
 }
 
 }  // namespace quant

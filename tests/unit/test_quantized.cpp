@@ -523,6 +523,16 @@ TEST(QuantizeExport, DequantizeOnCpuStreamsExportsMLXsGraph) {
     EXPECT_EQ(fnv(outs[0]), fnv(mx::dequantize(q[0], q[1], q[2], 32, bits))) << bits;
     EXPECT_EQ(fnv(outs[1]), fnv(q[0])) << bits;
   }
+  // fp modes keep the Quantize node; its output dtype (here float16) comes from the record.
+  mx::array w = rand_array({4, 64}, mx::float16, 60);
+  auto f4 = mx::quantize(w, 32, 4, "mxfp4");
+  mx::export_function(file, [](const mx::Args& a) {
+    return std::vector<mx::array>{mx::dequantize(a[0], a[1], std::nullopt, 32, 4, "mxfp4", mx::float16)};
+  }, {f4[0], f4[1]});
+  auto f = mx::import_function(file);
+  auto out = f({f4[0], f4[1]})[0];
+  EXPECT_EQ(out.dtype(), mx::float16);
+  EXPECT_EQ(fnv(out), fnv(mx::dequantize(f4[0], f4[1], std::nullopt, 32, 4, "mxfp4", mx::float16)));
   std::remove(file.c_str());
 }
 
@@ -549,6 +559,13 @@ TEST(QuantizedPrimitives, SchemasAndInfer) {
               HasSubstr("Invalid quantization mode code 9"));
   EXPECT_THAT(error_of([&] { qd.infer(mx::State{std::monostate{}, 64, 7, 0, false}, {{{2, 64}, mx::float32}}); }),
               HasSubstr("The requested number of bits 7 is not supported"));
+  ASSERT_NE(qd.check, nullptr);
+  const mx::State deq{std::monostate{}, 32, 4, 1, true};
+  const std::vector<mx::ArraySpec> deq_in{{{2, 4}, mx::uint32}, {{2, 1}, mx::uint8}};
+  EXPECT_NO_THROW(qd.check(deq, deq_in, {{{2, 32}, mx::float16}}));
+  EXPECT_NO_THROW(qd.check(deq, deq_in, {{{2, 32}, mx::float32}}));
+  EXPECT_THROW(qd.check(deq, deq_in, {{{2, 32}, mx::int32}}), std::invalid_argument);
+  EXPECT_THROW(qd.check(deq, deq_in, {{{2, 31}, mx::float16}}), std::invalid_argument);
   const auto& qmm = mx::registry::get("QuantizedMatmul");
   EXPECT_THAT(error_of([&] {
                 qmm.infer(mx::State{64, 4, 0, true}, {{{2, 64}, mx::float32}, {{4, 8}, mx::uint32}, {{4, 1}, mx::float32}});

@@ -1,5 +1,5 @@
-// The shape family: views (shape_views.cpp), slicing (slicing.cpp), joining and padding (joining.cpp)
-// and creation (creation.cpp). This file only registers them as one family.
+// The shape family: views (shape_views.cpp, broadcast.cpp, strided.cpp), slicing (slicing.cpp),
+// joining and padding (joining.cpp) and creation (creation.cpp). This file registers them as one family.
 #include "primitives/families.h"
 #include "primitives/shape_internal.h"
 
@@ -7,6 +7,8 @@ namespace kiln::primitives {
 
 void register_shape() {
   register_shape_views();
+  register_broadcast();
+  register_strided();
   register_slicing();
   register_joining();
   register_creation();

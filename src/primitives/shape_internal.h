@@ -1,5 +1,6 @@
-// Private to the shape family: the registration of its sub-families and the copy helpers its kernels
-// share (strided region copies and fills, dispatched on the item size so one loop serves every dtype).
+// Private to the shape family: the registration of its sub-files (called by register_shape() in
+// shape.cpp) and the copy helpers its kernels share (strided region copies and fills, dispatched on the
+// item size so one loop serves every dtype).
 #pragma once
 
 #include <cstddef>
@@ -10,6 +11,8 @@
 
 namespace kiln::primitives {
 void register_shape_views();
+void register_broadcast();
+void register_strided();
 void register_slicing();
 void register_joining();
 void register_creation();

@@ -1,16 +1,15 @@
-// Shape primitives that re-describe their input without moving data: Reshape, Transpose, Broadcast,
-// BroadcastAxes, ExpandDims, Squeeze, Flatten, Unflatten, AsStrided and Contiguous. Their kernels share
-// the input's buffer (array::set_view); only a reshape of data that no strides can describe copies.
+// Shape primitives that re-describe their input without moving data: Reshape, Transpose, ExpandDims,
+// Squeeze, Flatten and Unflatten (broadcasts are in broadcast.cpp, AsStrided and Contiguous in
+// strided.cpp). Their kernels share the input's buffer (array::set_view); only a reshape of data that
+// no strides can describe copies.
 #include <algorithm>
 #include <numeric>
 #include <set>
 
 #include "backend/cpu/loops.h"
-#include "kiln/ops/elementwise.h"
 #include "kiln/ops/shape.h"
 #include "primitives/common.h"
 #include "primitives/shape_internal.h"
-#include "trace/mode.h"
 
 namespace kiln {
 
@@ -144,66 +143,6 @@ void transpose_cpu(const Node& n, const std::vector<array>& in, std::vector<arra
   out[0].set_view(in[0], std::move(st), in[0].offset());
 }
 
-// ---- Broadcast and BroadcastAxes ----
-
-std::vector<ArraySpec> broadcast_infer(const State& st, const std::vector<ArraySpec>& in) {
-  // One input: the recorded target. More (shapeless traces): the broadcast of all input shapes.
-  const Shape& target = st.get<std::vector<int32_t>>(0);
-  if (in.size() == 1) {
-    shape_size(target, "broadcast_to");
-    if (detail::broadcast_shapes(in[0].shape, target) != target) {
-      fail("[broadcast_to] Cannot broadcast array of shape " + shape_str(in[0].shape) + " into shape " +
-           shape_str(target) + ".");
-    }
-    return {{target, in[0].dtype}};
-  }
-  Shape out = in[0].shape;
-  for (size_t i = 1; i < in.size(); ++i) out = detail::broadcast_shapes(out, in[i].shape);
-  return {{out, in[0].dtype}};
-}
-
-// MLX's BroadcastAxes rule: broadcast the inputs with the ignored trailing axes removed, then put the
-// ignored axes back with input 0's sizes.
-Shape broadcast_axes_shape(const std::vector<Shape>& shapes, const std::vector<int32_t>& ignore) {
-  for (size_t i = 0; i < ignore.size(); ++i) {
-    if (ignore[i] >= 0 || (i > 0 && ignore[i] <= ignore[i - 1])) {
-      fail("[broadcast_arrays] Received invalid axes to ignore.");
-    }
-  }
-  Shape shape;
-  for (auto& s : shapes) {
-    const int nd = static_cast<int>(s.size());
-    if (!ignore.empty() && nd + ignore.front() < 0) fail("[broadcast_arrays] Received invalid axes to ignore.");
-    Shape t = s;
-    for (auto it = ignore.rbegin(); it != ignore.rend(); ++it) t.erase(t.begin() + (nd + *it));
-    shape = detail::broadcast_shapes(shape, t);
-  }
-  const int dims = static_cast<int>(ignore.size() + shape.size());
-  const int nd0 = static_cast<int>(shapes[0].size());
-  for (int ax : ignore) shape.insert(shape.begin() + (dims + ax), shapes[0][nd0 + ax]);
-  return shape;
-}
-
-std::vector<ArraySpec> broadcast_axes_infer(const State& st, const std::vector<ArraySpec>& in) {
-  std::vector<Shape> shapes;
-  for (auto& s : in) shapes.push_back(s.shape);
-  return {{broadcast_axes_shape(shapes, st.ints(0)), in[0].dtype}};
-}
-
-// Input 0 viewed at the output shape: stride 0 along broadcast dimensions. Serves both primitives
-// (the ignored axes of BroadcastAxes have equal sizes, so they keep their strides).
-void broadcast_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
-  const array& a = in[0];
-  array& o = out[0];
-  const int nd = static_cast<int>(o.ndim());
-  const int off = nd - static_cast<int>(a.ndim());
-  Strides st(nd, 0);
-  for (int i = 0; i < static_cast<int>(a.ndim()); ++i) {
-    st[off + i] = a.shape()[i] == o.shape()[off + i] ? a.strides()[i] : 0;
-  }
-  o.set_view(a, std::move(st), a.offset());
-}
-
 // ---- ExpandDims and Squeeze ----
 
 // Inserting a 1 at each axis in turn (MLX's rule); axes are positions in the growing shape.
@@ -297,64 +236,6 @@ std::vector<ArraySpec> unflatten_infer(const State& st, const std::vector<ArrayS
   return {{out, in[0].dtype}};
 }
 
-// ---- AsStrided ----
-
-// Every element the view can reach must lie inside the (flattened) input.
-void check_strided_bounds(const Shape& shape, const Strides& strides, uint64_t offset, size_t in_size,
-                          const char* api) {
-  if (strides.size() != shape.size()) {
-    fail(std::string("[") + api + "] Expected " + std::to_string(shape.size()) + " strides for shape " +
-         shape_str(shape) + " but found " + std::to_string(strides.size()) + ".");
-  }
-  if (shape_size(shape, api) == 0) return;
-  __int128 lo = static_cast<__int128>(offset), hi = lo;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    __int128 span = static_cast<__int128>(shape[i] - 1) * strides[i];
-    (span < 0 ? lo : hi) += span;
-  }
-  if (lo < 0 || hi >= static_cast<__int128>(in_size)) {
-    fail(std::string("[") + api + "] The view of shape " + shape_str(shape) +
-         " reaches outside the input array of size " + std::to_string(in_size) + ".");
-  }
-}
-
-std::vector<ArraySpec> as_strided_infer(const State& st, const std::vector<ArraySpec>& in) {
-  const Shape& shape = st.get<std::vector<int32_t>>(0);
-  check_strided_bounds(shape, st.get<std::vector<int64_t>>(1), st.get<uint64_t>(2),
-                       shape_size(in[0].shape, "as_strided"), "as_strided");
-  return {{shape, in[0].dtype}};
-}
-
-void as_strided_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
-  // The strides count elements of the row-major input; make it so when a view was passed.
-  array src = cpu::contiguous_copy(in[0]);
-  out[0].set_view(src, n.state.get<std::vector<int64_t>>(1),
-                  src.offset() + static_cast<int64_t>(n.state.get<uint64_t>(2)));
-}
-
-// ---- Contiguous ----
-
-std::vector<ArraySpec> same_infer(const State&, const std::vector<ArraySpec>& in) { return {in[0]}; }
-
-bool col_contiguous(const array& a) {
-  int64_t acc = 1;
-  for (size_t i = 0; i < a.ndim(); ++i) {
-    if (a.shape()[i] == 1) continue;
-    if (a.strides()[i] != acc) return false;
-    acc *= a.shape()[i];
-  }
-  return true;
-}
-
-void contiguous_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
-  const array& a = in[0];
-  if (a.row_contiguous() || (n.state.b(0) && col_contiguous(a))) {
-    out[0].set_view(a, a.strides(), a.offset());
-  } else {
-    cpu::copy_to_contiguous(a, out[0]);
-  }
-}
-
 const PrimitiveDef& def_of(const char* name) { return detail::def(name); }
 
 }  // namespace
@@ -366,10 +247,6 @@ void register_shape_views() {
                     .infer = reshape_infer, .cpu = reshape_cpu});
   registry::define({.name = "Transpose", .fields = {ints}, .min_inputs = 1, .max_inputs = 1,
                     .infer = transpose_infer, .cpu = transpose_cpu});
-  registry::define({.name = "Broadcast", .fields = {{"shape", FieldType::ShapeF}}, .min_inputs = 1,
-                    .max_inputs = -1, .infer = broadcast_infer, .cpu = broadcast_cpu});
-  registry::define({.name = "BroadcastAxes", .fields = {{"ignore_axes", FieldType::IntVec}}, .min_inputs = 1,
-                    .max_inputs = -1, .infer = broadcast_axes_infer, .cpu = broadcast_cpu});
   registry::define({.name = "ExpandDims", .fields = {ints}, .min_inputs = 1, .max_inputs = 1,
                     .infer = expand_dims_infer, .cpu = expand_dims_cpu});
   registry::define({.name = "Squeeze", .fields = {ints}, .min_inputs = 1, .max_inputs = 1,
@@ -378,13 +255,6 @@ void register_shape_views() {
                     .min_inputs = 1, .max_inputs = 1, .infer = flatten_infer, .cpu = reshape_cpu});
   registry::define({.name = "Unflatten", .fields = {{"axis", FieldType::Int}, {"shape", FieldType::ShapeF}},
                     .min_inputs = 1, .max_inputs = 1, .infer = unflatten_infer, .cpu = reshape_cpu});
-  registry::define({.name = "AsStrided",
-                    .fields = {{"shape", FieldType::ShapeF}, {"strides", FieldType::StridesF},
-                               {"offset", FieldType::Size}},
-                    .min_inputs = 1, .max_inputs = 1, .infer = as_strided_infer, .cpu = as_strided_cpu,
-                    .shapeless = false});
-  registry::define({.name = "Contiguous", .fields = {{"allow_col_major", FieldType::Bool}}, .min_inputs = 1,
-                    .max_inputs = 1, .flags = kNotSerializable, .infer = same_infer, .cpu = contiguous_cpu});
 }
 }  // namespace primitives
 
@@ -558,111 +428,6 @@ array moveaxis(const array& a, int source, int destination, StreamOrDevice s) {
   order.erase(order.begin() + source);
   order.insert(order.begin() + destination, source);
   return transpose(a, std::move(order), s);
-}
-
-Shape broadcast_shapes(const Shape& a, const Shape& b) { return detail::broadcast_shapes(a, b); }
-
-array broadcast_to(const array& a, const Shape& shape, StreamOrDevice s) {
-  if (a.shape() == shape) return a;
-  Shape b = detail::broadcast_shapes(a.shape(), shape);
-  if (b != shape) {
-    fail("[broadcast_to] Cannot broadcast array of shape " + shape_str(a.shape()) + " into shape " +
-         shape_str(shape) + ".");
-  }
-  shape_size(shape, "broadcast_to");
-  static const PrimitiveDef& d = def_of("Broadcast");
-  return make_array(d, State{std::vector<int32_t>(shape)}, {a}, {{shape, a.dtype()}}, to_stream(s));
-}
-
-// Under a shapeless trace the broadcasts carry the other operands (through stop_gradient) as extra
-// inputs, so a replay on new shapes can recompute the target, as MLX does.
-std::vector<array> broadcast_arrays(const std::vector<array>& inputs, StreamOrDevice s) {
-  if (inputs.size() <= 1) return inputs;
-  Shape shape = inputs[0].shape();
-  for (size_t i = 1; i < inputs.size(); ++i) shape = detail::broadcast_shapes(shape, inputs[i].shape());
-  static const PrimitiveDef& d = def_of("Broadcast");
-  std::vector<array> out;
-  out.reserve(inputs.size());
-  if (!detail::in_shapeless_trace()) {
-    for (auto& in : inputs) {
-      out.push_back(in.shape() == shape ? in
-                                        : make_array(d, State{std::vector<int32_t>(shape)}, {in},
-                                                     {{shape, in.dtype()}}, to_stream(s)));
-    }
-    return out;
-  }
-  std::vector<array> sg;
-  for (auto& in : inputs) sg.push_back(stop_gradient(in, s));
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].shape() == shape) {
-      out.push_back(inputs[i]);
-      continue;
-    }
-    std::vector<array> p{inputs[i]};
-    for (size_t j = 0; j < inputs.size(); ++j) {
-      if (j != i) p.push_back(sg[j]);
-    }
-    out.push_back(make_array(d, State{std::vector<int32_t>(shape)}, std::move(p), {{shape, inputs[i].dtype()}},
-                             to_stream(s)));
-  }
-  return out;
-}
-
-std::vector<array> broadcast_arrays(const std::vector<array>& inputs, std::vector<int> ignore_axes,
-                                    StreamOrDevice s) {
-  if (inputs.size() <= 1) return inputs;
-  std::vector<Shape> shapes;
-  for (auto& in : inputs) shapes.push_back(in.shape());
-  const std::vector<int32_t> ign(ignore_axes.begin(), ignore_axes.end());
-  Shape shape = broadcast_axes_shape(shapes, ign);
-  auto target = [&](const array& in) {
-    Shape t = shape;
-    for (int ax : ign) t[t.size() + ax] = in.shape(ax);
-    return t;
-  };
-  std::vector<array> out;
-  out.reserve(inputs.size());
-  if (!detail::in_shapeless_trace()) {
-    static const PrimitiveDef& d = def_of("Broadcast");
-    for (auto& in : inputs) {
-      Shape t = target(in);
-      out.push_back(in.shape() == t ? in
-                                    : make_array(d, State{std::vector<int32_t>(t)}, {in}, {{t, in.dtype()}},
-                                                 to_stream(s)));
-    }
-    return out;
-  }
-  static const PrimitiveDef& d = def_of("BroadcastAxes");
-  std::vector<array> sg;
-  for (auto& in : inputs) sg.push_back(stop_gradient(in, s));
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    Shape t = target(inputs[i]);
-    if (inputs[i].shape() == t) {
-      out.push_back(inputs[i]);
-      continue;
-    }
-    std::vector<array> p{inputs[i]};
-    for (size_t j = 0; j < inputs.size(); ++j) {
-      if (j != i) p.push_back(sg[j]);
-    }
-    out.push_back(make_array(d, State{ign}, std::move(p), {{t, inputs[i].dtype()}}, to_stream(s)));
-  }
-  return out;
-}
-
-array as_strided(array a, Shape shape, Strides strides, size_t offset, StreamOrDevice s) {
-  array flat = flatten(a, s);
-  check_strided_bounds(shape, strides, offset, flat.size(), "as_strided");
-  static const PrimitiveDef& d = def_of("AsStrided");
-  Shape out = shape;
-  return make_array(d, State{std::vector<int32_t>(std::move(shape)), std::vector<int64_t>(std::move(strides)),
-                             uint64_t(offset)},
-                    {flat}, {{out, a.dtype()}}, to_stream(s));
-}
-
-array contiguous(const array& a, bool allow_col_major, StreamOrDevice s) {
-  static const PrimitiveDef& d = def_of("Contiguous");
-  return make_array(d, State{allow_col_major}, {a}, {{a.shape(), a.dtype()}}, to_stream(s));
 }
 
 array atleast_1d(const array& a, StreamOrDevice s) { return a.ndim() == 0 ? reshape(a, {1}, s) : a; }

@@ -1,0 +1,105 @@
+// AsStrided (a view with arbitrary element strides over the flattened input, bounds-checked) and
+// Contiguous (a row-contiguous copy unless the input already is one; not serializable by MLX 0.30.1).
+#include "backend/cpu/loops.h"
+#include "kiln/ops/shape.h"
+#include "primitives/common.h"
+#include "primitives/shape_internal.h"
+
+namespace kiln {
+
+namespace {
+
+using detail::shape_str;
+
+[[noreturn]] void fail(const std::string& msg) { throw std::invalid_argument(msg); }
+
+// ---- AsStrided ----
+
+// Every element the view can reach must lie inside the (flattened) input.
+void check_strided_bounds(const Shape& shape, const Strides& strides, uint64_t offset, size_t in_size,
+                          const char* api) {
+  if (strides.size() != shape.size()) {
+    fail(std::string("[") + api + "] Expected " + std::to_string(shape.size()) + " strides for shape " +
+         shape_str(shape) + " but found " + std::to_string(strides.size()) + ".");
+  }
+  if (shape_size(shape, api) == 0) return;
+  __int128 lo = static_cast<__int128>(offset), hi = lo;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    __int128 span = static_cast<__int128>(shape[i] - 1) * strides[i];
+    (span < 0 ? lo : hi) += span;
+  }
+  if (lo < 0 || hi >= static_cast<__int128>(in_size)) {
+    fail(std::string("[") + api + "] The view of shape " + shape_str(shape) +
+         " reaches outside the input array of size " + std::to_string(in_size) + ".");
+  }
+}
+
+std::vector<ArraySpec> as_strided_infer(const State& st, const std::vector<ArraySpec>& in) {
+  const Shape& shape = st.get<std::vector<int32_t>>(0);
+  check_strided_bounds(shape, st.get<std::vector<int64_t>>(1), st.get<uint64_t>(2),
+                       shape_size(in[0].shape, "as_strided"), "as_strided");
+  return {{shape, in[0].dtype}};
+}
+
+void as_strided_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
+  // The strides count elements of the row-major input; make it so when a view was passed.
+  array src = cpu::contiguous_copy(in[0]);
+  out[0].set_view(src, n.state.get<std::vector<int64_t>>(1),
+                  src.offset() + static_cast<int64_t>(n.state.get<uint64_t>(2)));
+}
+
+// ---- Contiguous ----
+
+std::vector<ArraySpec> same_infer(const State&, const std::vector<ArraySpec>& in) { return {in[0]}; }
+
+bool col_contiguous(const array& a) {
+  int64_t acc = 1;
+  for (size_t i = 0; i < a.ndim(); ++i) {
+    if (a.shape()[i] == 1) continue;
+    if (a.strides()[i] != acc) return false;
+    acc *= a.shape()[i];
+  }
+  return true;
+}
+
+void contiguous_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
+  const array& a = in[0];
+  if (a.row_contiguous() || (n.state.b(0) && col_contiguous(a))) {
+    out[0].set_view(a, a.strides(), a.offset());
+  } else {
+    cpu::copy_to_contiguous(a, out[0]);
+  }
+}
+
+const PrimitiveDef& def_of(const char* name) { return detail::def(name); }
+
+}  // namespace
+
+namespace primitives {
+void register_strided() {
+  registry::define({.name = "AsStrided",
+                    .fields = {{"shape", FieldType::ShapeF}, {"strides", FieldType::StridesF},
+                               {"offset", FieldType::Size}},
+                    .min_inputs = 1, .max_inputs = 1, .infer = as_strided_infer, .cpu = as_strided_cpu,
+                    .shapeless = false});
+  registry::define({.name = "Contiguous", .fields = {{"allow_col_major", FieldType::Bool}}, .min_inputs = 1,
+                    .max_inputs = 1, .flags = kNotSerializable, .infer = same_infer, .cpu = contiguous_cpu});
+}
+}  // namespace primitives
+
+array as_strided(array a, Shape shape, Strides strides, size_t offset, StreamOrDevice s) {
+  array flat = flatten(a, s);
+  check_strided_bounds(shape, strides, offset, flat.size(), "as_strided");
+  static const PrimitiveDef& d = def_of("AsStrided");
+  Shape out = shape;
+  return make_array(d, State{std::vector<int32_t>(std::move(shape)), std::vector<int64_t>(std::move(strides)),
+                             uint64_t(offset)},
+                    {flat}, {{out, a.dtype()}}, to_stream(s));
+}
+
+array contiguous(const array& a, bool allow_col_major, StreamOrDevice s) {
+  static const PrimitiveDef& d = def_of("Contiguous");
+  return make_array(d, State{allow_col_major}, {a}, {{a.shape(), a.dtype()}}, to_stream(s));
+}
+
+}  // namespace kiln

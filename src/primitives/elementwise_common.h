@@ -46,19 +46,10 @@ inline Dtype at_least_float(Dtype t) { return is_inexact(t) ? t : float32; }
 
 // a*b + c with a single rounding. The product of two floats is exact in double, so only the sum is
 // rounded twice, which changes the float result in about one case in 2^29. Unlike std::fma this
-// compiles to plain SSE2 arithmetic and vectorizes.
+// compiles to plain SSE2 arithmetic and vectorizes. (unary_avx2.cpp uses the FMA instruction.)
 inline float fma_f(float a, float b, float c) {
   return static_cast<float>(static_cast<double>(a) * static_cast<double>(b) + static_cast<double>(c));
 }
-
-// How the polynomials below get their fused multiply-adds: emulated (any x86-64), or the FMA
-// instruction in code compiled for AVX2+FMA (see unary_math.cpp), which is exact like MLX's fmaf.
-struct SoftFma {
-  static float fma(float a, float b, float c) { return fma_f(a, b, c); }
-};
-struct HardFma {
-  static float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
-};
 
 // Round half to even without a libm call (vectorizable); |x| >= 2^23 (or 2^52) is already integral.
 template <typename F>
@@ -81,7 +72,6 @@ inline F ceil_f(F x) {
 
 // MLX's exp: 2^(x·log2 e) split into an integer power (built in the exponent bits) and a degree-6
 // polynomial for the fraction (Cephes constants). Saturates to inf above 88 and to 0 below -88.
-template <typename M = SoftFma>
 inline float exp_f(float x0) {
   float xc = x0 > 88.0f ? 88.0f : x0;
   xc = xc < -88.0f ? -88.0f : xc;
@@ -92,12 +82,12 @@ inline float exp_f(float x0) {
   if (static_cast<double>(i) > h) --i;  // floor
   float f = t - static_cast<float>(i);
   float p = 1.535336188319500e-4f;
-  p = M::fma(p, f, 1.339887440266574e-3f);
-  p = M::fma(p, f, 9.618437357674640e-3f);
-  p = M::fma(p, f, 5.550332471162809e-2f);
-  p = M::fma(p, f, 2.402264791363012e-1f);
-  p = M::fma(p, f, 6.931472028550421e-1f);
-  p = M::fma(p, f, 1.0f);
+  p = fma_f(p, f, 1.339887440266574e-3f);
+  p = fma_f(p, f, 9.618437357674640e-3f);
+  p = fma_f(p, f, 5.550332471162809e-2f);
+  p = fma_f(p, f, 2.402264791363012e-1f);
+  p = fma_f(p, f, 6.931472028550421e-1f);
+  p = fma_f(p, f, 1.0f);
   float r = std::bit_cast<float>(static_cast<uint32_t>(i + 127) << 23) * p;
   r = x0 > 88.0f ? std::numeric_limits<float>::infinity() : r;
   r = x0 < -88.0f ? 0.0f : r;
@@ -118,7 +108,7 @@ inline uint32_t float_to_u32_x86(float y) {
 
 // MLX's sin/cos: Cephes single-precision range reduction by pi/4 and two minimax polynomials.
 // Computed in float for every real input type; the sign comes from the input in its own type.
-template <bool Sine, typename M = SoftFma, typename T>
+template <bool Sine, typename T>
 inline float sincos_f(T in) {
   bool neg = in < T(0);
   float x = std::fabs(static_cast<float>(in));
@@ -127,19 +117,19 @@ inline float sincos_f(T in) {
   j = (j + 1u) & ~1u;
   y = static_cast<float>(j);
   bool poly = (j & 2u) != 0;
-  x = M::fma(y, -0.78515625f, x);
-  x = M::fma(y, -2.4187564849853515625e-4f, x);
-  x = M::fma(y, -3.77489497744594108e-8f, x);
+  x = fma_f(y, -0.78515625f, x);
+  x = fma_f(y, -2.4187564849853515625e-4f, x);
+  x = fma_f(y, -3.77489497744594108e-8f, x);
   float z = x * x;
-  float y1 = M::fma(z, 2.443315711809948e-5f, -1.388731625493765e-3f);
-  float y2 = M::fma(z, -1.9515295891e-4f, 8.3321608736e-3f);
-  y1 = M::fma(y1, z, 4.166664568298827e-2f);
-  y2 = M::fma(y2, z, -1.6666654611e-1f);
+  float y1 = fma_f(z, 2.443315711809948e-5f, -1.388731625493765e-3f);
+  float y2 = fma_f(z, -1.9515295891e-4f, 8.3321608736e-3f);
+  y1 = fma_f(y1, z, 4.166664568298827e-2f);
+  y2 = fma_f(y2, z, -1.6666654611e-1f);
   y1 = y1 * z;
   y2 = y2 * z;
   y1 = y1 * z;
-  y2 = M::fma(x, y2, x);
-  y1 = M::fma(z, -0.5f, y1);
+  y2 = fma_f(x, y2, x);
+  y1 = fma_f(z, -0.5f, y1);
   y1 = y1 + 1.0f;
   if constexpr (Sine) {
     bool s = neg != ((j & 4u) != 0);
@@ -153,15 +143,14 @@ inline float sincos_f(T in) {
 }
 
 // MLX's erf: Abramowitz-Stegun 7.1.26 with its exp; odd in x (erf(0) is -0, as in MLX).
-template <typename M = SoftFma>
 inline float erf_f(float v) {
-  float t = 1.0f / M::fma(0.3275911f, std::fabs(v), 1.0f);
-  float r = M::fma(1.061405429f, t, -1.453152027f);
-  r = M::fma(r, t, 1.421413741f);
-  r = M::fma(r, t, -0.284496736f);
-  r = M::fma(r, t, 0.254829592f);
-  float e = -exp_f<M>(-v * v);
-  return M::fma(e * t, r, 1.0f);  // |erf(v)|; the caller applies the sign
+  float t = 1.0f / fma_f(0.3275911f, std::fabs(v), 1.0f);
+  float r = fma_f(1.061405429f, t, -1.453152027f);
+  r = fma_f(r, t, 1.421413741f);
+  r = fma_f(r, t, -0.284496736f);
+  r = fma_f(r, t, 0.254829592f);
+  float e = -exp_f(-v * v);
+  return fma_f(e * t, r, 1.0f);  // |erf(v)|; the caller applies the sign
 }
 
 // MLX's erfinv: Giles' single-precision approximation in w = log(1 - a^2), two polynomials.
@@ -266,6 +255,11 @@ void binary_run(const array& a, const array& b, array& out, F f) {
     cpu::binary_loop<T, T, Out>(broadcast_view(a, out.shape()), broadcast_view(b, out.shape()), out, f);
   }
 }
+
+// float32 exp/sin/cos/sigmoid/erf over a contiguous range with AVX2+FMA (unary_avx2.cpp); returns
+// false, doing nothing, when the CPU or the build lacks them.
+enum class Avx2Op { Exp, Sin, Cos, Sigmoid, Erf };
+bool avx2_unary_f32(Avx2Op op, const float* src, float* dst, size_t n);
 
 // ---------------------------------------------------------------------------------------------
 // Infer rules

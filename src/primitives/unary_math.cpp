@@ -55,12 +55,9 @@ struct RsqrtOp {
   }
 };
 
-// Ops with a `fast` member run float32 through it; unary_fp_fast uses it to build an AVX2+FMA loop.
+// Ops with kAvx2 also have an AVX2+FMA float32 loop (unary_avx2.cpp).
 struct ExpOp {
-  template <typename M>
-  static float fast(float x) {
-    return exp_f<M>(x);
-  }
+  static constexpr Avx2Op kAvx2 = Avx2Op::Exp;
   template <typename T>
   static T apply(T x) {
     if constexpr (is_complex_v<T>) return std::exp(x);
@@ -99,10 +96,7 @@ struct Log1pOp {
 };
 
 struct SinOp {
-  template <typename M>
-  static float fast(float x) {
-    return sincos_f<true, M>(x);
-  }
+  static constexpr Avx2Op kAvx2 = Avx2Op::Sin;
   template <typename T>
   static T apply(T x) {
     if constexpr (is_complex_v<T>) return std::sin(x);
@@ -111,10 +105,7 @@ struct SinOp {
 };
 
 struct CosOp {
-  template <typename M>
-  static float fast(float x) {
-    return sincos_f<false, M>(x);
-  }
+  static constexpr Avx2Op kAvx2 = Avx2Op::Cos;
   template <typename T>
   static T apply(T x) {
     if constexpr (is_complex_v<T>) return std::cos(x);
@@ -124,11 +115,7 @@ struct CosOp {
 
 // 1/(1 + e^|x|) mirrored for x >= 0, which never overflows to NaN.
 struct SigmoidOp {
-  template <typename M>
-  static float fast(float x) {
-    float y = 1.0f / (1.0f + exp_f<M>(std::fabs(x)));
-    return x < 0.0f ? y : 1.0f - y;
-  }
+  static constexpr Avx2Op kAvx2 = Avx2Op::Sigmoid;
   template <typename T>
   static T apply(T x) {
     if constexpr (is_complex_v<T>) {
@@ -144,11 +131,7 @@ struct SigmoidOp {
 };
 
 struct ErfOp {
-  template <typename M>
-  static float fast(float x) {
-    float r = erf_f<M>(x);
-    return x > 0.0f ? r : -r;
-  }
+  static constexpr Avx2Op kAvx2 = Avx2Op::Erf;
   template <typename T>
   static T apply(T x) {
     T r = T(erf_f(static_cast<float>(x)));
@@ -163,33 +146,19 @@ struct ErfInvOp {
   }
 };
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-// The same loop compiled for AVX2+FMA: 8 lanes and exact hardware FMA (MLX's fmaf gives the same bits).
-template <typename Op>
-__attribute__((target("avx2,fma"))) void map_avx2(const float* src, float* dst, size_t n) {
-  for (size_t i = 0; i < n; ++i) dst[i] = Op::template fast<HardFma>(src[i]);
-}
-bool has_avx2_fma() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return ok;
-}
-#endif
-
-// float32 arrays in row-major order take the AVX2 loop when the CPU has it.
+// Row-major float32 inputs of the ops MLX computes with its own polynomials take the AVX2 loops.
 template <typename Op, bool Complex = true>
 void fp_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-  if constexpr (requires { Op::template fast<HardFma>(0.0f); }) {
-    if (in[0].dtype() == float32 && in[0].row_contiguous() && has_avx2_fma()) {
+  if constexpr (requires { Op::kAvx2; }) {
+    if (in[0].dtype() == float32 && in[0].row_contiguous() && avx2_unary_f32(Op::kAvx2, nullptr, nullptr, 0)) {
       out[0].alloc();
       const float* src = in[0].data<float>();
       float* dst = out[0].data<float>();
       cpu::parallel_for(out[0].size(), cpu::kGrainMedium,
-                        [&](size_t b, size_t e) { map_avx2<Op>(src + b, dst + b, e - b); });
+                        [&](size_t b, size_t e) { avx2_unary_f32(Op::kAvx2, src + b, dst + b, e - b); });
       return;
     }
   }
-#endif
   unary_fp<Op, Complex>(in[0], out[0]);
 }
 

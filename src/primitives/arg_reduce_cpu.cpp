@@ -74,8 +74,7 @@ void run_arg(const array& in, array& out, int axis) {
   // Column mode: keep a block of candidates along the innermost kept dim and sweep the axis over it.
   const Dim inner = kept.back();
   const int64_t nouter = nout / inner.n;
-  constexpr int64_t kChunk = 512;
-  const int64_t chunk = std::min(kChunk, inner.n);
+  const int64_t chunk = reduce::column_chunk(inner.n, nouter, 512);
   const int64_t nchunks = (inner.n + chunk - 1) / chunk;
   const size_t grain = std::max<size_t>(1, cpu::kGrainCheap / static_cast<size_t>(chunk * r.n));
   cpu::parallel_for(static_cast<size_t>(nouter * nchunks), grain, [&](size_t b, size_t e) {

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "backend/cpu/dispatch.h"
+#include "backend/cpu/threading.h"
 #include "primitives/common.h"
 
 namespace kiln {
@@ -53,6 +54,13 @@ ReducePlan make_plan(const Shape& shape, const Strides& strides, const std::vect
     }
   }
   return p;
+}
+
+int64_t column_chunk(int64_t inner, int64_t outer, int64_t max_chunk) {
+  const int64_t want = 4 * static_cast<int64_t>(cpu::num_threads());
+  const int64_t per_outer = std::max<int64_t>(1, (want + outer - 1) / std::max<int64_t>(outer, 1));
+  int64_t c = std::max<int64_t>((inner + per_outer - 1) / per_outer, 256);
+  return std::max<int64_t>(1, std::min({c, max_chunk, inner}));
 }
 
 }  // namespace reduce

@@ -36,4 +36,9 @@ struct ReducePlan {
 };
 ReducePlan make_plan(const Shape& shape, const Strides& strides, const std::vector<int>& axes);
 
+// Block length for kernels that sweep an axis over a block of `inner` contiguous lanes, `outer` times:
+// at most `max_chunk` (the block's accumulators stay in cache), at least 256 (long contiguous runs per row), and
+// small enough that there are a few blocks per thread when `outer` alone cannot feed the threads.
+int64_t column_chunk(int64_t inner, int64_t outer, int64_t max_chunk);
+
 }  // namespace kiln::reduce

@@ -6,13 +6,14 @@
 // (rows of the input are accumulated into a block of outputs with an element-wise loop). Independent
 // outputs are spread over threads; a single large reduction is split into partial results.
 #include <cmath>
-#include <memory>
 #include <limits>
+#include <memory>
 #include <type_traits>
 
 #include "backend/cpu/dispatch.h"
 #include "backend/cpu/threading.h"
 #include "primitives/reduce.h"
+#include "primitives/reduce_simd.h"
 
 namespace kiln {
 
@@ -44,11 +45,17 @@ using SumOut = std::conditional_t<
                                           std::conditional_t<std::is_signed_v<T>, int32_t, uint32_t>,
                                           T>,
                        T>>;
-// Integers accumulate unsigned so overflow wraps without undefined behaviour.
+// Integers accumulate unsigned so overflow wraps without undefined behaviour; half types in float.
+template <typename O, bool = std::is_integral_v<O>>
+struct SumAccOf {
+  using type = cpu::acc_t<O>;
+};
 template <typename O>
-using SumAcc = std::conditional_t<std::is_integral_v<O>, std::make_unsigned_t<std::conditional_t<
-                                                             std::is_integral_v<O>, O, int>>,
-                                  cpu::acc_t<O>>;
+struct SumAccOf<O, true> {
+  using type = std::make_unsigned_t<O>;
+};
+template <typename O>
+using SumAcc = typename SumAccOf<O>::type;
 
 template <typename T, bool IsSum>
 struct ArithOp {
@@ -104,7 +111,12 @@ struct ExtremeOp {
     return (take || is_nan(x)) ? x : acc;
   }
   static O finish(A a) { return static_cast<O>(a); }
+  static constexpr bool kSimd = std::is_same_v<T, float> || std::is_same_v<T, double>;
+  static constexpr bool kIsMax = IsMax;
 };
+
+template <class Op>
+concept SimdExtreme = requires { Op::kSimd; } && Op::kSimd;
 
 // ---- loops ----
 
@@ -112,6 +124,9 @@ struct ExtremeOp {
 template <class Op>
 typename Op::A reduce_run(const typename Op::In* p, int64_t n, int64_t st) {
   using A = typename Op::A;
+  if constexpr (SimdExtreme<Op>) {
+    if (st == 1) return reduce::extreme_contig<Op::kIsMax>(p, n);
+  }
   if (st == 1) {
     constexpr int L = 8;
     A acc[L];
@@ -237,8 +252,7 @@ void run_reduce(const array& in, array& out, const std::vector<int>& axes) {
   // Column mode: the innermost kept dim runs along the vector of accumulators.
   const Dim inner = kept.back();
   const int64_t nouter = nout / inner.n;
-  constexpr int64_t kChunk = 1024;
-  const int64_t chunk = std::min(kChunk, inner.n);
+  const int64_t chunk = reduce::column_chunk(inner.n, nouter, 1024);
   const int64_t nchunks = (inner.n + chunk - 1) / chunk;
   const size_t grain = std::max<size_t>(1, cpu::kGrainCheap / static_cast<size_t>(chunk * rsize));
   cpu::parallel_for(static_cast<size_t>(nouter * nchunks), grain, [&](size_t b, size_t e) {

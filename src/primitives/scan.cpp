@@ -31,17 +31,20 @@ inline bool less(const A& a, const A& b) {
   else return a < b;
 }
 
-// Wrapping integer arithmetic (no signed-overflow UB); bool stays logical.
+// Wrapping integer arithmetic (no signed-overflow UB); bool stays logical. Types narrower than int are
+// widened to unsigned int first, since they would otherwise promote to (signed) int.
+template <typename A>
+using WideU = std::conditional_t<(sizeof(A) < sizeof(unsigned)), unsigned, std::make_unsigned_t<A>>;
 template <typename A>
 inline A wrap_add(A a, A b) {
   if constexpr (std::is_same_v<A, bool>) return a || b;
-  else if constexpr (std::is_integral_v<A>) return static_cast<A>(std::make_unsigned_t<A>(a) + std::make_unsigned_t<A>(b));
+  else if constexpr (std::is_integral_v<A>) return static_cast<A>(WideU<A>(a) + WideU<A>(b));
   else return a + b;
 }
 template <typename A>
 inline A wrap_mul(A a, A b) {
   if constexpr (std::is_same_v<A, bool>) return a && b;
-  else if constexpr (std::is_integral_v<A>) return static_cast<A>(std::make_unsigned_t<A>(a) * std::make_unsigned_t<A>(b));
+  else if constexpr (std::is_integral_v<A>) return static_cast<A>(WideU<A>(a) * WideU<A>(b));
   else return a * b;
 }
 
@@ -138,8 +141,7 @@ void run_scan(const array& in, array& out, int axis, bool reverse, bool inclusiv
     });
     return;
   }
-  constexpr int64_t kChunk = 1024;
-  const int64_t chunk = std::min(kChunk, inner);
+  const int64_t chunk = column_chunk(inner, outer, 1024);
   const int64_t nchunks = (inner + chunk - 1) / chunk;
   const size_t grain = std::max<size_t>(1, cpu::kGrainCheap / static_cast<size_t>(chunk * n));
   cpu::parallel_for(static_cast<size_t>(outer * nchunks), grain, [&](size_t b, size_t e) {

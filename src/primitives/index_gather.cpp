@@ -83,6 +83,28 @@ void gather_impl(const array& a, const std::vector<int64_t>& offsets, const Wind
     });
     return;
   }
+  if (w.inner_stride != 1 && w.inner >= 32 && n >= 8) {
+    // Strided runs (e.g. take along a later axis): walking one index's window touches a new cache line
+    // and page per element. Instead take a block of each run for every index in turn, so the block's
+    // source lines stay cached while all indices read them; writes stay sequential per index.
+    constexpr int64_t TB = 64;
+    const int64_t tblocks = (w.inner + TB - 1) / TB;
+    const size_t units = w.outer.size() * static_cast<size_t>(tblocks);
+    const size_t ugrain = std::max<size_t>(1, cpu::kGrainCheap / (n * TB));
+    cpu::parallel_for(units, ugrain, [&](size_t b, size_t e) {
+      for (size_t u = b; u < e; ++u) {
+        const int64_t r = static_cast<int64_t>(u) / tblocks;
+        const int64_t t0 = (static_cast<int64_t>(u) % tblocks) * TB;
+        const int64_t t1 = std::min(w.inner, t0 + TB);
+        for (size_t i = 0; i < n; ++i) {
+          T* d = dst + static_cast<int64_t>(i) * S + r * w.inner;
+          const T* p = src + offsets[i] + w.outer[r];
+          for (int64_t t = t0; t < t1; ++t) d[t] = p[t * w.inner_stride];
+        }
+      }
+    });
+    return;
+  }
   const size_t grain = std::max<size_t>(1, cpu::kGrainCheap / static_cast<size_t>(S));
   cpu::parallel_for(n, grain, [&](size_t b, size_t e) {
     for (size_t i = b; i < e; ++i) {

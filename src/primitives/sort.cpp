@@ -57,8 +57,8 @@ struct PairLess {
   }
 };
 
-// The geometry of rows along `axis` in a row-major array: rows = pre * post, the row (p, q) starts at
-// p * n * post + q and its elements are `post` apart.
+// The geometry of rows along `axis` in a row-major array: pre * post rows of n elements; the row
+// (p, q) starts at p * n * post + q and its elements are `post` apart.
 struct Rows {
   int64_t pre = 1, n = 1, post = 1;
   Rows(const Shape& shape, int axis) {
@@ -66,32 +66,46 @@ struct Rows {
     n = shape[axis];
     for (size_t d = axis + 1; d < shape.size(); ++d) post *= shape[d];
   }
-  int64_t count() const { return pre * post; }
-  int64_t start(int64_t r) const { return (r / post) * n * post + r % post; }
 };
 
 int norm_axis(int axis, int ndim) { return axis < 0 ? axis + ndim : axis; }
 
-// Runs fn(row_ptr_or_buffer, r) over all rows of the contiguous `data`: rows with stride 1 are
-// passed in place; others are copied into a per-thread buffer and written back when `write_back`.
-template <typename T, typename Fn>
-void for_rows(T* data, const Rows& g, bool write_back, Fn&& fn) {
-  const size_t grain = std::max<int64_t>(1, static_cast<int64_t>(cpu::kGrainMedium) / std::max<int64_t>(1, g.n));
-  cpu::parallel_for(static_cast<size_t>(g.count()), grain, [&](size_t b, size_t e) {
-    // unique_ptr rather than vector: vector<bool> has no data().
-    std::unique_ptr<T[]> buf(g.post == 1 ? nullptr : new T[g.n]);
-    for (size_t r = b; r < e; ++r) {
-      T* row = data + g.start(static_cast<int64_t>(r));
-      if (g.post == 1) {
-        fn(row, static_cast<int64_t>(r));
-        continue;
-      }
-      for (int64_t j = 0; j < g.n; ++j) buf[j] = row[j * g.post];
-      fn(buf.get(), static_cast<int64_t>(r));
-      if (write_back) {
-        for (int64_t j = 0; j < g.n; ++j) row[j * g.post] = buf[j];
-      }
+// Calls fn(start, count) for blocks of up to kBlock adjacent rows: row b of a block starts at
+// start + b and its elements are `post` apart. Rows along an inner axis are loaded a block at a
+// time, so each read of the source touches `count` consecutive elements instead of one.
+constexpr int64_t kBlock = 16;
+
+template <typename Fn>
+void for_row_blocks(const Rows& g, Fn&& fn) {
+  const int64_t width = std::min<int64_t>(kBlock, g.post);
+  const int64_t per_p = (g.post + width - 1) / width;
+  const size_t units = static_cast<size_t>(g.pre * per_p);
+  const size_t grain = std::max<int64_t>(1, static_cast<int64_t>(cpu::kGrainMedium) / std::max<int64_t>(1, g.n * width));
+  cpu::parallel_for(units, grain, [&](size_t b, size_t e) {
+    for (size_t u = b; u < e; ++u) {
+      const int64_t p = static_cast<int64_t>(u) / per_p;
+      const int64_t q0 = (static_cast<int64_t>(u) % per_p) * width;
+      fn(p * g.n * g.post + q0, std::min(width, g.post - q0));
     }
+  });
+}
+
+// Sort (partial = false) or partition at kth of every row of the contiguous `data`, in place.
+template <typename T>
+void sort_rows(T* data, const Rows& g, bool partial, int64_t kth) {
+  auto work = [&](T* row) {
+    if (partial) std::nth_element(row, row + kth, row + g.n, NanLess<T>{});
+    else std::stable_sort(row, row + g.n, NanLess<T>{});
+  };
+  for_row_blocks(g, [&](int64_t s0, int64_t cnt) {
+    if (g.post == 1) return work(data + s0);
+    // unique_ptr rather than vector: vector<bool> has no contiguous storage.
+    std::unique_ptr<T[]> buf(new T[cnt * g.n]);
+    for (int64_t j = 0; j < g.n; ++j)
+      for (int64_t b = 0; b < cnt; ++b) buf[b * g.n + j] = data[s0 + j * g.post + b];
+    for (int64_t b = 0; b < cnt; ++b) work(buf.get() + b * g.n);
+    for (int64_t j = 0; j < g.n; ++j)
+      for (int64_t b = 0; b < cnt; ++b) data[s0 + j * g.post + b] = buf[b * g.n + j];
   });
 }
 
@@ -100,10 +114,7 @@ void sort_cpu(const Node& node, const std::vector<array>& in, std::vector<array>
   cpu::copy_to_contiguous(in[0], o);
   if (o.size() == 0) return;
   const Rows g(o.shape(), norm_axis(node.state.i(0), static_cast<int>(o.ndim())));
-  cpu::dispatch_all(o.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    for_rows<T>(o.data<T>(), g, true, [&](T* row, int64_t) { std::stable_sort(row, row + g.n, NanLess<T>{}); });
-  });
+  cpu::dispatch_all(o.dtype(), [&](auto tag) { sort_rows(o.data<decltype(tag)>(), g, false, 0); });
 }
 
 void partition_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
@@ -112,14 +123,10 @@ void partition_cpu(const Node& node, const std::vector<array>& in, std::vector<a
   if (o.size() == 0) return;
   const Rows g(o.shape(), norm_axis(node.state.i(1), static_cast<int>(o.ndim())));
   const int64_t kth = node.state.i(0) < 0 ? node.state.i(0) + g.n : node.state.i(0);
-  cpu::dispatch_all(o.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    for_rows<T>(o.data<T>(), g, true,
-                [&](T* row, int64_t) { std::nth_element(row, row + kth, row + g.n, NanLess<T>{}); });
-  });
+  cpu::dispatch_all(o.dtype(), [&](auto tag) { sort_rows(o.data<decltype(tag)>(), g, true, kth); });
 }
 
-// ArgSort (kth < 0: full stable sort) and ArgPartition.
+// ArgSort (full) and ArgPartition: sort (value, position) pairs of each row.
 void arg_rows(const array& input, array& o, int axis, int64_t kth, bool full) {
   o.alloc();
   if (o.size() == 0) return;
@@ -131,16 +138,17 @@ void arg_rows(const array& input, array& o, int axis, int64_t kth, bool full) {
     using T = decltype(tag);
     using P = std::pair<T, uint32_t>;
     const T* src = a.data<T>();
-    const size_t grain = std::max<int64_t>(1, static_cast<int64_t>(cpu::kGrainMedium) / std::max<int64_t>(1, g.n));
-    cpu::parallel_for(static_cast<size_t>(g.count()), grain, [&](size_t b, size_t e) {
-      std::vector<P> buf(g.n);
-      for (size_t r = b; r < e; ++r) {
-        const int64_t s0 = g.start(static_cast<int64_t>(r));
-        for (int64_t j = 0; j < g.n; ++j) buf[j] = {src[s0 + j * g.post], static_cast<uint32_t>(j)};
-        if (full) std::stable_sort(buf.begin(), buf.end(), PairLess<T>{});
-        else std::nth_element(buf.begin(), buf.begin() + kth, buf.end(), PairLess<T>{});
-        for (int64_t j = 0; j < g.n; ++j) dst[s0 + j * g.post] = buf[j].second;
+    for_row_blocks(g, [&](int64_t s0, int64_t cnt) {
+      std::vector<P> buf(static_cast<size_t>(cnt * g.n));
+      for (int64_t j = 0; j < g.n; ++j)
+        for (int64_t b = 0; b < cnt; ++b) buf[b * g.n + j] = {src[s0 + j * g.post + b], static_cast<uint32_t>(j)};
+      for (int64_t b = 0; b < cnt; ++b) {
+        auto first = buf.begin() + b * g.n, last = first + g.n;
+        if (full) std::stable_sort(first, last, PairLess<T>{});
+        else std::nth_element(first, first + kth, last, PairLess<T>{});
       }
+      for (int64_t j = 0; j < g.n; ++j)
+        for (int64_t b = 0; b < cnt; ++b) dst[s0 + j * g.post + b] = buf[b * g.n + j].second;
     });
   });
 }

@@ -118,6 +118,24 @@ TEST(IndexTake, AlongEveryAxisMatchesReference) {
   (void)ia;
 }
 
+TEST(IndexTake, ManyIndicesAlongAnInnerAxis) {
+  // Long strided windows with many indices take the blocked gather path.
+  const mx::Shape as{70, 40};
+  auto a = mx::reshape(mx::arange(2800.0, mx::float32), as);
+  std::vector<int64_t> id;
+  for (int i = 0; i < 25; ++i) id.push_back((i * 17) % 40 - (i % 3 == 0 ? 40 : 0));
+  auto idx = mx::array(std::vector<int32_t>(id.begin(), id.end()), {5, 5});
+  for (auto dt : {mx::float32, mx::int8, mx::float64}) {
+    auto out = mx::take(mx::astype(a, dt), idx, 1);
+    EXPECT_EQ(out.shape(), mx::Shape({70, 5, 5}));
+    auto ref = ref_take(iota(2800), as, id, {5, 5}, 1);
+    if (dt == mx::int8) {
+      for (auto& v : ref) v = static_cast<double>(static_cast<int8_t>(static_cast<int>(v)));
+    }
+    EXPECT_EQ(vals<double>(out), ref) << mx::dtype_name(dt);
+  }
+}
+
 TEST(IndexTake, EveryDtype) {
   const mx::Shape as{3, 4};
   const std::vector<int64_t> idx{3, 0, -1, 2};

@@ -184,6 +184,9 @@ TEST(Sort, NonContiguousEmptyAndLarge) {
   auto sorted_cols = vals<float>(mx::transpose(mx::sort(mx::transpose(a), 0)));
   for (int r = 0; r < R; ++r)
     for (int j = 0; j < N; ++j) ASSERT_EQ(sorted_cols[r * N + j], v[r * N + ref[r * N + j]]);
+  EXPECT_EQ(vals<uint32_t>(mx::transpose(mx::argsort(mx::transpose(a), 0))), ref);
+  auto p = vals<float>(mx::transpose(mx::partition(mx::transpose(a), 5, 0)));
+  for (int r = 0; r < R; ++r) ASSERT_EQ(p[r * N + 5], v[r * N + ref[r * N + 5]]);
 }
 
 TEST(Partition, KthElementInPlace) {

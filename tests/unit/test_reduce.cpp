@@ -779,6 +779,15 @@ TEST(Softmax, LastAxisAllFloatTypes) {
   for (double v : values(mx::softmax(mx::array({-inf, -inf}), -1))) EXPECT_TRUE(std::isnan(v));
   // Large values do not overflow.
   expect_close(values(mx::softmax(mx::array({1000.f, 1000.f}), -1)), {0.5, 0.5}, 1e-6, 0, "big");
+  // A wide range of exponents, including underflow to (sub)normals and a -inf entry.
+  std::vector<double> w = {-100, -87.5, -50, -3.25, 0, 0.5, 30, 80};
+  auto yw = values(mx::softmax(make(w, {8}, mx::float32), -1));
+  double sw = 0;
+  for (double x : w) sw += std::exp(x - 80);
+  for (size_t i = 0; i < w.size(); ++i) EXPECT_NEAR(yw[i], std::exp(w[i] - 80) / sw, 1e-6 * std::exp(w[i] - 80) / sw + 1e-45);
+  expect_close(values(mx::softmax(mx::array({-inf, 0.f, 1.f}), -1)), {0, 0.2689414213699951, 0.7310585786300049}, 1e-6,
+               0, "-inf entry");
+  expect_close(values(mx::logsumexp(mx::array({-inf, 0.f, 1.f}))), {1.3132616875182228}, 1e-6, 0, "-inf entry lse");
 }
 
 TEST(Softmax, HalfPrecisionMatchesMlx) {

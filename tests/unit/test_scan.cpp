@@ -185,6 +185,9 @@ TEST(Scan, MlxQuirksNaNAndIntegers) {
   expect_close(values(mx::cumsum(mx::array({100, 100, 100}, mx::int8))), {100, -56, 44}, 0, 0, "int8 wrap");
   expect_close(values(mx::cumprod(mx::array({200, 3}, mx::uint8))), {200, 88}, 0, 0, "uint8 wrap");
   expect_close(values(mx::cumprod(mx::array({2, 3, 4}, mx::int8))), {2, 6, 24}, 0, 0, "int8 prod");
+  // 16-bit products wrap too (300 * 300 = 90000 = 24464 mod 2^16; 65535 * 65535 = 1 mod 2^16).
+  expect_close(values(mx::cumprod(mx::array({300, 300}, mx::int16))), {300, 24464}, 0, 0, "int16 prod");
+  expect_close(values(mx::cumprod(mx::array({65535, 65535}, mx::uint16))), {65535, 1}, 0, 0, "uint16 prod");
   // Exclusive identities: MLX cumsum excl [0,1,3]; cumprod reverse excl [6,3,1]; cummax int32 excl starts at
   // INT_MIN; cummin float excl starts at inf; cummax uint8 excl starts at 0; cummin bool excl starts at true.
   expect_close(values(mx::cumsum(mx::array({1, 2, 3}), false, false)), {0, 1, 3}, 0, 0, "excl sum");

@@ -19,3 +19,6 @@
 #if __has_include("kiln/ops/quantized.h")
 #include "kiln/ops/quantized.h"
 #endif
+#if __has_include("kiln/ops/misc.h")
+#include "kiln/ops/misc.h"
+#endif

@@ -167,7 +167,7 @@ std::vector<ArraySpec> block_masked_infer(const State& st, const std::vector<Arr
                                 detail::shape_str(a) + " and " + detail::shape_str(b) + ".");
   }
   const int M = a[a.size() - 2], K = a.back(), N = b.back();
-  auto tiles = [bs](int x) { return (x + bs - 1) / bs; };
+  auto tiles = [bs](int x) { return static_cast<int>((int64_t{x} + bs - 1) / bs); };
   Shape out = a;
   out.back() = N;
   // Masks: (batch, tiles of rows, tiles of cols) each, of bool or the operands' dtype.

@@ -2,6 +2,7 @@
 // (matmul, addmm, inner, outer, tensordot, kron). Operands whose strides BLAS can express (row- or
 // column-major with any leading dimension) are passed without copies; 16-bit floats are computed in
 // float32 and rounded once.
+#include <limits>
 #include <sstream>
 
 #include "kiln/ops/elementwise.h"
@@ -65,9 +66,14 @@ std::vector<ArraySpec> addmm_infer(const State&, const std::vector<ArraySpec>& i
        << in[1].dtype << " and " << in[2].dtype << ".";
     throw std::invalid_argument(os.str());
   }
-  if (detail::broadcast_shapes(in[2].shape, out) != out) {
-    throw std::invalid_argument("[addmm] input c must broadcast to the output shape");
+  // c must broadcast to the output (right-aligned, each dim 1 or equal).
+  const Shape& c = in[2].shape;
+  bool fits = c.size() <= out.size();
+  for (size_t i = 0; fits && i < c.size(); ++i) {
+    const int o = out[out.size() - c.size() + i];
+    fits = c[i] == 1 || c[i] == o;
   }
+  if (!fits) throw std::invalid_argument("[addmm] input c must broadcast to the output shape");
   return {{out, in[0].dtype}};
 }
 
@@ -130,7 +136,7 @@ void product(const array& A, const array& B, const array* Cin, array& out, float
   } else {
     MatOperand<C> a = prepare_operand<T, C>(A, batch);
     MatOperand<C> b = prepare_operand<T, C>(B, batch);
-    if (nbatch > 1 && rows_stack(a, b, batch, M)) {
+    if (nbatch > 1 && nbatch * M <= std::numeric_limits<int>::max() && rows_stack(a, b, batch, M)) {
       cpu::gemm(false, b.trans, static_cast<int>(nbatch * M), N, K, C(alpha), a.ptr, a.ld, b.ptr, b.ld, cbeta, dst, N);
     } else {
       batched_gemm<C>(

@@ -165,6 +165,30 @@ TEST(Matmul, Errors) {
               HasSubstr("at least 2 dimensions"));
 }
 
+TEST(Matmul, PrimitiveBuiltDirectly) {
+  // Graphs from files may hold Matmul / AddMM nodes whose batch dims and c were not broadcast by the op.
+  const auto& mm = kiln::registry::get("Matmul");
+  auto a = lt::random({2, 3, 4}, 50), b = lt::random({4, 5}, 51);
+  auto c = kiln::make_array(mm, {}, {a, b});
+  EXPECT_EQ(c.shape(), (mx::Shape{2, 3, 5}));
+  lt::expect_near(values<double>(c), ref(a, mx::broadcast_to(b, {2, 4, 5}), 2), 1e-5);
+  auto x = lt::random({3, 4}, 52), y = lt::random({2, 1, 4, 2}, 53);
+  auto z = kiln::make_array(mm, {}, {x, y});
+  EXPECT_EQ(z.shape(), (mx::Shape{2, 1, 3, 2}));
+  lt::expect_near(values<double>(z), ref(mx::broadcast_to(x, {2, 1, 3, 4}), y, 2), 1e-5);
+  const auto& am = kiln::registry::get("AddMM");
+  auto cv = lt::random({5}, 54);
+  auto o = kiln::make_array(am, kiln::State{1.0f, 3.0f}, {a, b, cv});
+  auto want = ref(a, mx::broadcast_to(b, {2, 4, 5}), 2);
+  auto cvv = values<double>(cv);
+  for (size_t i = 0; i < want.size(); ++i) want[i] += 3.0 * cvv[i % 5];
+  lt::expect_near(values<double>(o), want, 1e-5);
+  EXPECT_THAT(lt::error_of([&] { kiln::make_array(am, kiln::State{1.0f, 1.0f}, {a, b, lt::random({4}, 55)}); }),
+              HasSubstr("[addmm] input c must broadcast to the output shape"));
+  EXPECT_THAT(lt::error_of([&] { kiln::make_array(mm, {}, {a, mx::astype(b, mx::float16)}); }),
+              HasSubstr("[matmul] Expected inputs of one dtype but found float32 and float16."));
+}
+
 TEST(Matmul, LargeGemmAtBlasSpeed) {
   const int n = 512;
   auto a = lt::random({n, n}, 25), b = lt::random({n, n}, 26);

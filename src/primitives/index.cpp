@@ -211,7 +211,7 @@ void register_index() {
                     .infer = gather_axis_infer,
                     .cpu = index_detail::gather_axis_cpu});
   registry::define({.name = "Scatter",
-                    .fields = {{"reduce_type", FieldType::Int}, {"axes", FieldType::IntVec}},
+                    .fields = {{"type", FieldType::Int}, {"axes", FieldType::IntVec}},
                     .min_inputs = 2,
                     .max_inputs = -1,
                     .infer = scatter_infer,
@@ -219,7 +219,7 @@ void register_index() {
                     .display = scatter_display,
                     .shapeless = false});
   registry::define({.name = "ScatterAxis",
-                    .fields = {{"reduce_type", FieldType::Int}, {"axis", FieldType::Int}},
+                    .fields = {{"type", FieldType::Int}, {"axis", FieldType::Int}},
                     .min_inputs = 3,
                     .max_inputs = 3,
                     .infer = scatter_axis_infer,

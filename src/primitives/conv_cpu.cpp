@@ -213,8 +213,8 @@ bool gather_conv(const array& x, const Geometry& g, const std::vector<C>& wm, T*
   const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
   const int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
   const int64_t per_item = in_plane * K * O;
-  constexpr int64_t kMaxCols = int64_t(1) << 26;
-  if (per_item > kMaxCols || in_plane * Cin > kMaxCols) return false;
+  constexpr int64_t kMaxCols = int64_t(1) << 24;  // 64 MiB of floats
+  if (per_item > kMaxCols) return false;
   // Input rows as a contiguous (N * in_plane, Cin) matrix of the compute type.
   array xc = cpu::contiguous_copy(x);
   const T* xs = static_cast<const T*>(xc.buffer()->ptr) + xc.offset();

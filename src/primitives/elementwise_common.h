@@ -231,6 +231,96 @@ inline void share_input(const array& in, array& out) { out.set_view(in, in.strid
 // them operands of different shapes; op builders always broadcast first.
 array broadcast_view(const array& a, const Shape& shape);
 
+// Tiled traversal for element-wise loops whose arrays collapse to two dimensions and where some input
+// walks the inner dimension with a large stride but the outer one contiguously (a transposed view):
+// row by row, that input would touch a new cache line per element. Square tiles keep every array's
+// lines in cache. body(offsets) is called per element with each array's offset (out first).
+template <size_t N>
+struct Tiled2D {
+  int64_t rows = 0, cols = 0;
+  std::array<int64_t, N> row_st{}, col_st{};
+};
+template <size_t N>
+bool plan_tiled_2d(const std::array<const array*, N>& arrays, Tiled2D<N>& p) {
+  const array& out = *arrays[0];
+  if (out.size() < (1u << 14)) return false;
+  std::array<const Strides*, N> st;
+  for (size_t k = 0; k < N; ++k) st[k] = &arrays[k]->strides();
+  auto c = cpu::collapse<N>(out.shape(), st);
+  if (c.shape.size() != 2) return false;
+  bool transposed = false;
+  for (size_t k = 1; k < N; ++k) {
+    int64_t inner = c.strides[k][1], outer = c.strides[k][0];
+    transposed |= (inner > 1 || inner < -1) && (outer == 1 || outer == -1);
+  }
+  if (!transposed) return false;
+  p.rows = c.shape[0];
+  p.cols = c.shape[1];
+  for (size_t k = 0; k < N; ++k) {
+    p.row_st[k] = c.strides[k][0];
+    p.col_st[k] = c.strides[k][1];
+  }
+  return true;
+}
+template <size_t N, typename Body>
+void run_tiled_2d(const Tiled2D<N>& p, const std::array<int64_t, N>& base, Body body) {
+  constexpr int64_t kTile = 64;
+  const int64_t row_tiles = (p.rows + kTile - 1) / kTile;
+  cpu::parallel_for(static_cast<size_t>(row_tiles), 1, [&](size_t tb, size_t te) {
+    for (int64_t t = static_cast<int64_t>(tb); t < static_cast<int64_t>(te); ++t) {
+      const int64_t i0 = t * kTile, i1 = std::min(p.rows, i0 + kTile);
+      for (int64_t j0 = 0; j0 < p.cols; j0 += kTile) {
+        const int64_t j1 = std::min(p.cols, j0 + kTile);
+        for (int64_t i = i0; i < i1; ++i) {
+          std::array<int64_t, N> off;
+          for (size_t k = 0; k < N; ++k) off[k] = base[k] + i * p.row_st[k] + j0 * p.col_st[k];
+          for (int64_t j = j0; j < j1; ++j) {
+            body(off);
+            for (size_t k = 0; k < N; ++k) off[k] += p.col_st[k];
+          }
+        }
+      }
+    }
+  });
+}
+
+// out[i] = f(a[i]) over any layout: tiles for transposed inputs, else the shared strided loop.
+template <typename In, typename Out, typename F>
+void unary_run(const array& in, array& out, F f) {
+  Tiled2D<2> p;
+  if (!in.row_contiguous() && plan_tiled_2d<2>({&out, &in}, p)) {
+    out.alloc();
+    Out* d = out.data<Out>();
+    const In* s = static_cast<const In*>(in.buffer()->ptr);
+    run_tiled_2d<2>(p, {0, in.offset()}, [&](const std::array<int64_t, 2>& o) { d[o[0]] = f(s[o[1]]); });
+    return;
+  }
+  cpu::unary_loop<In, Out>(in, out, f);
+}
+
+// out[i] = f(a[i], b[i]) with inputs of type T; operands of another shape are broadcast views.
+template <typename T, typename Out, typename F>
+void binary_run(const array& a0, const array& b0, array& out, F f) {
+  const array& a = a0.shape() == out.shape() ? a0 : broadcast_view(a0, out.shape());
+  const array& b = b0.shape() == out.shape() ? b0 : broadcast_view(b0, out.shape());
+  Tiled2D<3> p;
+  if (!(a.row_contiguous() && b.row_contiguous()) && plan_tiled_2d<3>({&out, &a, &b}, p)) {
+    out.alloc();
+    Out* d = out.data<Out>();
+    const T* x = static_cast<const T*>(a.buffer()->ptr);
+    const T* y = static_cast<const T*>(b.buffer()->ptr);
+    run_tiled_2d<3>(p, {0, a.offset(), b.offset()},
+                    [&](const std::array<int64_t, 3>& o) { d[o[0]] = f(x[o[1]], y[o[2]]); });
+    return;
+  }
+  cpu::binary_loop<T, T, Out>(a, b, out, f);
+}
+
+// float32 exp/sin/cos/sigmoid/erf over a contiguous range with AVX2+FMA (unary_avx2.cpp); returns
+// false, doing nothing, when the CPU or the build lacks them.
+enum class Avx2Op { Exp, Sin, Cos, Sigmoid, Erf };
+bool avx2_unary_f32(Avx2Op op, const float* src, float* dst, size_t n);
+
 // Unary kernel for ops that MLX evaluates on inexact types only: Op::apply(x) for x of type float,
 // double and (when Complex) complex64_t; float16/bfloat16 compute in float and round once.
 template <typename Op, bool Complex = true>
@@ -238,28 +328,13 @@ void unary_fp(const array& in, array& out) {
   cpu::dispatch_all(in.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (is_float_v<T>) {
-      cpu::unary_loop<T, T>(in, out, [](T v) { return T(Op::apply(static_cast<acc_t<T>>(v))); });
+      unary_run<T, T>(in, out, [](T v) { return T(Op::apply(static_cast<acc_t<T>>(v))); });
     } else if constexpr (is_complex_v<T> && Complex) {
-      cpu::unary_loop<T, T>(in, out, [](T v) { return Op::apply(v); });
+      unary_run<T, T>(in, out, [](T v) { return Op::apply(v); });
     }
     // Other dtypes never get here: the infer rule rejects them.
   });
 }
-
-// out[i] = f(a[i], b[i]) with inputs of type T; operands of another shape are broadcast views.
-template <typename T, typename Out, typename F>
-void binary_run(const array& a, const array& b, array& out, F f) {
-  if (a.shape() == out.shape() && b.shape() == out.shape()) {
-    cpu::binary_loop<T, T, Out>(a, b, out, f);
-  } else {
-    cpu::binary_loop<T, T, Out>(broadcast_view(a, out.shape()), broadcast_view(b, out.shape()), out, f);
-  }
-}
-
-// float32 exp/sin/cos/sigmoid/erf over a contiguous range with AVX2+FMA (unary_avx2.cpp); returns
-// false, doing nothing, when the CPU or the build lacks them.
-enum class Avx2Op { Exp, Sin, Cos, Sigmoid, Erf };
-bool avx2_unary_f32(Avx2Op op, const float* src, float* dst, size_t n);
 
 // ---------------------------------------------------------------------------------------------
 // Infer rules

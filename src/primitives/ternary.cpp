@@ -27,9 +27,9 @@ void select_cpu(const Node&, const std::vector<array>& in, std::vector<array>& o
     cpu::dispatch_all(cond.dtype(), [&](auto tag) {
       using T = decltype(tag);
       if constexpr (is_half_v<T>) {
-        cpu::unary_loop<T, bool>(cond, c, [](T v) { return static_cast<float>(v) != 0.0f; });
+        unary_run<T, bool>(cond, c, [](T v) { return static_cast<float>(v) != 0.0f; });
       } else {
-        cpu::unary_loop<T, bool>(cond, c, [](T v) { return v != T(0); });
+        unary_run<T, bool>(cond, c, [](T v) { return v != T(0); });
       }
     });
     cond = c;
@@ -38,8 +38,21 @@ void select_cpu(const Node&, const std::vector<array>& in, std::vector<array>& o
   array x = broadcast_view(in[1], shape);
   array y = broadcast_view(in[2], shape);
   // Dispatch by width: selecting copies bits, so one instantiation serves each element size.
+  Tiled2D<4> plan;
+  const bool tiled = !(c.row_contiguous() && x.row_contiguous() && y.row_contiguous()) &&
+                     plan_tiled_2d<4>({&out[0], &c, &x, &y}, plan);
   auto run = [&](auto tag) {
     using T = decltype(tag);
+    if (tiled) {
+      out[0].alloc();
+      T* d = out[0].data<T>();
+      const bool* pc = static_cast<const bool*>(c.buffer()->ptr);
+      const T* px = static_cast<const T*>(x.buffer()->ptr);
+      const T* py = static_cast<const T*>(y.buffer()->ptr);
+      run_tiled_2d<4>(plan, {0, c.offset(), x.offset(), y.offset()},
+                      [&](const std::array<int64_t, 4>& o) { d[o[0]] = pc[o[1]] ? px[o[2]] : py[o[3]]; });
+      return;
+    }
     cpu::ternary_loop<bool, T, T, T>(c, x, y, out[0], [](bool p, T a, T b) { return p ? a : b; });
   };
   switch (x.itemsize()) {

@@ -93,7 +93,7 @@ void astype_cpu(const Node&, const std::vector<array>& in, std::vector<array>& o
     using S = decltype(s);
     cpu::dispatch_all(out[0].dtype(), [&](auto t) {
       using T = decltype(t);
-      cpu::unary_loop<S, T>(in[0], out[0], [](S v) { return cpu::cast_to<T>(v); });
+      unary_run<S, T>(in[0], out[0], [](S v) { return cpu::cast_to<T>(v); });
     });
   });
 }
@@ -105,13 +105,13 @@ void abs_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out)
     using T = decltype(tag);
     if constexpr (is_complex_v<T>) {
       // The magnitude goes in the real part; the op builder then casts to float32, as MLX does.
-      cpu::unary_loop<T, T>(in[0], out[0], [](T v) { return T(std::abs(v), 0.0f); });
+      unary_run<T, T>(in[0], out[0], [](T v) { return T(std::abs(v), 0.0f); });
     } else if constexpr (std::is_same_v<T, bool> || std::is_unsigned_v<T>) {
       share_input(in[0], out[0]);
     } else if constexpr (std::is_integral_v<T>) {
-      cpu::unary_loop<T, T>(in[0], out[0], [](T v) { return v < 0 ? wrap_sub(T(0), v) : v; });
+      unary_run<T, T>(in[0], out[0], [](T v) { return v < 0 ? wrap_sub(T(0), v) : v; });
     } else {
-      cpu::unary_loop<T, T>(in[0], out[0], [](T v) { return T(std::fabs(static_cast<acc_t<T>>(v))); });
+      unary_run<T, T>(in[0], out[0], [](T v) { return T(std::fabs(static_cast<acc_t<T>>(v))); });
     }
   });
 }
@@ -122,11 +122,11 @@ void negative_cpu(const Node&, const std::vector<array>& in, std::vector<array>&
     if constexpr (std::is_same_v<T, bool>) {
       share_input(in[0], out[0]);  // -true is still true once stored as bool
     } else if constexpr (std::is_integral_v<T>) {
-      cpu::unary_loop<T, T>(in[0], out[0], [](T v) { return wrap_sub(T(0), v); });
+      unary_run<T, T>(in[0], out[0], [](T v) { return wrap_sub(T(0), v); });
     } else if constexpr (is_half_v<T>) {
-      cpu::unary_loop<T, T>(in[0], out[0], [](T v) { return T::from_bits(v.bits ^ 0x8000u); });
+      unary_run<T, T>(in[0], out[0], [](T v) { return T::from_bits(v.bits ^ 0x8000u); });
     } else {
-      cpu::unary_loop<T, T>(in[0], out[0], [](T v) { return -v; });
+      unary_run<T, T>(in[0], out[0], [](T v) { return -v; });
     }
   });
 }
@@ -137,13 +137,13 @@ void sign_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out
     if constexpr (std::is_same_v<T, bool>) {
       share_input(in[0], out[0]);
     } else if constexpr (std::is_unsigned_v<T>) {
-      cpu::unary_loop<T, T>(in[0], out[0], [](T v) { return T(v != 0); });
+      unary_run<T, T>(in[0], out[0], [](T v) { return T(v != 0); });
     } else if constexpr (is_complex_v<T>) {
-      cpu::unary_loop<T, T>(in[0], out[0], [](T v) { return v == T(0) ? v : v / std::abs(v); });
+      unary_run<T, T>(in[0], out[0], [](T v) { return v == T(0) ? v : v / std::abs(v); });
     } else {
       // NaN and -0 give +0, as in MLX.
       using A = acc_t<T>;
-      cpu::unary_loop<T, T>(in[0], out[0], [](T v) {
+      unary_run<T, T>(in[0], out[0], [](T v) {
         A x = static_cast<A>(v);
         return T(x < A(0) ? A(-1) : (x > A(0) ? A(1) : A(0)));
       });
@@ -157,10 +157,10 @@ void square_cpu(const Node&, const std::vector<array>& in, std::vector<array>& o
     if constexpr (std::is_same_v<T, bool>) {
       share_input(in[0], out[0]);
     } else if constexpr (std::is_integral_v<T>) {
-      cpu::unary_loop<T, T>(in[0], out[0], [](T v) { return wrap_mul(v, v); });
+      unary_run<T, T>(in[0], out[0], [](T v) { return wrap_mul(v, v); });
     } else {
       using A = acc_t<T>;
-      cpu::unary_loop<T, T>(in[0], out[0], [](T v) { return T(static_cast<A>(v) * static_cast<A>(v)); });
+      unary_run<T, T>(in[0], out[0], [](T v) { return T(static_cast<A>(v) * static_cast<A>(v)); });
     }
   });
 }
@@ -176,9 +176,9 @@ void rounding_cpu(const Node&, const std::vector<array>& in, std::vector<array>&
       else return rint_f(x);
     };
     if constexpr (is_complex_v<T>) {
-      cpu::unary_loop<T, T>(in[0], out[0], [f](T v) { return T(f(v.real()), f(v.imag())); });
+      unary_run<T, T>(in[0], out[0], [f](T v) { return T(f(v.real()), f(v.imag())); });
     } else if constexpr (is_float_v<T>) {
-      cpu::unary_loop<T, T>(in[0], out[0], [f](T v) { return T(f(static_cast<acc_t<T>>(v))); });
+      unary_run<T, T>(in[0], out[0], [f](T v) { return T(f(static_cast<acc_t<T>>(v))); });
     } else {
       share_input(in[0], out[0]);
     }
@@ -189,9 +189,9 @@ void logical_not_cpu(const Node&, const std::vector<array>& in, std::vector<arra
   cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (is_half_v<T>) {
-      cpu::unary_loop<T, bool>(in[0], out[0], [](T v) { return static_cast<float>(v) == 0.0f; });
+      unary_run<T, bool>(in[0], out[0], [](T v) { return static_cast<float>(v) == 0.0f; });
     } else {
-      cpu::unary_loop<T, bool>(in[0], out[0], [](T v) { return v == T(0); });
+      unary_run<T, bool>(in[0], out[0], [](T v) { return v == T(0); });
     }
   });
 }
@@ -200,22 +200,22 @@ void bitwise_invert_cpu(const Node&, const std::vector<array>& in, std::vector<a
   cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-      cpu::unary_loop<T, T>(in[0], out[0], [](T v) { return static_cast<T>(~v); });
+      unary_run<T, T>(in[0], out[0], [](T v) { return static_cast<T>(~v); });
     }
   });
 }
 
 void conjugate_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
   if (in[0].dtype() != complex64) return share_input(in[0], out[0]);
-  cpu::unary_loop<complex64_t, complex64_t>(in[0], out[0], [](complex64_t v) { return std::conj(v); });
+  unary_run<complex64_t, complex64_t>(in[0], out[0], [](complex64_t v) { return std::conj(v); });
 }
 
 void real_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
-  cpu::unary_loop<complex64_t, float>(in[0], out[0], [](complex64_t v) { return v.real(); });
+  unary_run<complex64_t, float>(in[0], out[0], [](complex64_t v) { return v.real(); });
 }
 
 void imag_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
-  cpu::unary_loop<complex64_t, float>(in[0], out[0], [](complex64_t v) { return v.imag(); });
+  unary_run<complex64_t, float>(in[0], out[0], [](complex64_t v) { return v.imag(); });
 }
 
 // View reinterprets the bytes. It shares the buffer whenever the new strides and offset are whole

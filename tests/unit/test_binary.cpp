@@ -540,6 +540,38 @@ TEST(Binary, NonContiguousOperands) {
   }
 }
 
+TEST(Binary, LargeTransposedOperandsAreTiled) {
+  // Big enough for the tiled traversal; the values must equal those of contiguous copies.
+  const int R = 200, C = 130;
+  std::vector<float> va(R * C), vb(R * C);
+  for (int i = 0; i < R * C; ++i) {
+    va[i] = std::sin(0.01f * static_cast<float>(i)) * 3.0f;
+    vb[i] = std::cos(0.007f * static_cast<float>(i)) * 2.0f;
+  }
+  mx::array a(va.data(), {R, C}), b(vb.data(), {C, R});
+  mx::array at = mx::transpose(a);  // (C, R)
+  mx::array ac = mx::contiguous(at);
+  auto check = [&](const mx::array& got, const mx::array& want, const char* what) {
+    auto g = values(got), w = values(want);
+    ASSERT_EQ(g.size(), w.size());
+    int bad = 0;
+    for (size_t i = 0; i < g.size(); ++i)
+      if (!(g[i] == w[i] || (std::isnan(g[i]) && std::isnan(w[i]))) && ++bad <= 3)
+        ADD_FAILURE() << what << " [" << i << "]: " << g[i] << " vs " << w[i];
+  };
+  check(at + b, ac + b, "add");
+  check(b * at, b * ac, "multiply (second operand transposed)");
+  check(at < b, ac < b, "less");
+  check(mx::maximum(at, mx::transpose(mx::transpose(at))), mx::maximum(ac, ac), "maximum");
+  check(mx::exp(at), mx::exp(ac), "exp");
+  check(mx::abs(at), mx::abs(ac), "abs");
+  check(mx::astype(at, mx::float16), mx::astype(ac, mx::float16), "astype");
+  check(mx::where(at > 0.0f, at, b), mx::where(ac > 0.0f, ac, b), "where");
+  // A permuted 3-D view whose last two dims merge: also a 2-D transposed traversal.
+  mx::array t3 = mx::transpose(mx::reshape(a, {10, 20, C}), {2, 0, 1});
+  check(mx::sqrt(mx::abs(t3)), mx::sqrt(mx::abs(mx::contiguous(t3))), "3-D transposed");
+}
+
 TEST(Binary, EmptyOperands) {
   mx::array e = mx::zeros({0});
   EXPECT_EQ((e + e).shape(), mx::Shape({0}));

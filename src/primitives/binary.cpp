@@ -34,6 +34,7 @@ inline constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, boo
 
 // Each Op: apply(x, y) for every dtype's C++ type (half types compute in float).
 struct AddOp {
+  static constexpr bool kHalfViaFloat = true;
   static constexpr const char* name = "Add";
   template <typename T>
   static T apply(T x, T y) {
@@ -45,6 +46,7 @@ struct AddOp {
 };
 
 struct SubtractOp {
+  static constexpr bool kHalfViaFloat = true;
   static constexpr const char* name = "Subtract";
   template <typename T>
   static T apply(T x, T y) {
@@ -56,6 +58,7 @@ struct SubtractOp {
 };
 
 struct MultiplyOp {
+  static constexpr bool kHalfViaFloat = true;
   static constexpr const char* name = "Multiply";
   template <typename T>
   static T apply(T x, T y) {
@@ -86,6 +89,7 @@ inline T int_mod(T x, T y) {
 }
 
 struct DivideOp {
+  static constexpr bool kHalfViaFloat = true;
   static constexpr const char* name = "Divide";
   template <typename T>
   static T apply(T x, T y) {
@@ -123,6 +127,7 @@ struct RemainderOp {
 };
 
 struct PowerOp {
+  static constexpr bool kHalfViaFloat = true;
   static constexpr const char* name = "Power";
   template <typename T>
   static T apply(T base, T e) {
@@ -152,6 +157,7 @@ struct PowerOp {
 // propagates. Complex numbers compare lexicographically and only the real part is tested for NaN.
 template <bool Max>
 struct ExtremumOp {
+  static constexpr bool kHalfViaFloat = true;  // picks one operand, exactly representable
   static constexpr const char* name = Max ? "Maximum" : "Minimum";
   template <typename T>
   static T apply(T x, T y) {
@@ -172,6 +178,7 @@ struct ExtremumOp {
 };
 
 struct ArcTan2Op {
+  static constexpr bool kHalfViaFloat = true;
   static constexpr const char* name = "ArcTan2";
   template <typename T>
   static T apply(T x, T y) {
@@ -183,6 +190,7 @@ struct ArcTan2Op {
 
 // max + log1p(exp(min - max)); infinite operands short-circuit to the maximum.
 struct LogAddExpOp {
+  static constexpr bool kHalfViaFloat = true;
   static constexpr const char* name = "LogAddExp";
   template <typename T>
   static T apply(T x, T y) {
@@ -204,21 +212,32 @@ struct LogAddExpOp {
   }
 };
 
+// Runs Op over one dtype. Row-major float16/bfloat16 operands of the output's shape go through float
+// blocks when the op's float16 result is its float result rounded once (kHalfViaFloat).
+template <typename Op, typename T>
+void arith_run(const std::vector<array>& in, std::vector<array>& out) {
+  if constexpr (is_half_v<T> && requires { Op::kHalfViaFloat; }) {
+    const array &a = in[0], &b = in[1];
+    if (a.row_contiguous() && b.row_contiguous() && a.shape() == out[0].shape() && b.shape() == out[0].shape()) {
+      half_blocks<T>(a, b, out[0], [](const float* x, const float* y, float* z, size_t n) {
+        for (size_t i = 0; i < n; ++i) z[i] = Op::apply(x[i], y[i]);
+      });
+      return;
+    }
+  }
+  binary_run<T, T>(in[0], in[1], out[0], [](T x, T y) { return Op::apply(x, y); });
+}
+
 template <typename Op>
 void arith_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
-  cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    binary_run<T, T>(in[0], in[1], out[0], [](T x, T y) { return Op::apply(x, y); });
-  });
+  cpu::dispatch_all(in[0].dtype(), [&](auto tag) { arith_run<Op, decltype(tag)>(in, out); });
 }
 
 template <typename Op>
 void float_arith_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
   cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (is_float_v<T> || is_complex_v<T>) {
-      binary_run<T, T>(in[0], in[1], out[0], [](T x, T y) { return Op::apply(x, y); });
-    }
+    if constexpr (is_float_v<T> || is_complex_v<T>) arith_run<Op, T>(in, out);
   });
 }
 

@@ -15,6 +15,7 @@
 #pragma GCC optimize("no-math-errno", "no-trapping-math")
 #endif
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <complex>
@@ -321,14 +322,76 @@ void binary_run(const array& a0, const array& b0, array& out, F f) {
 enum class Avx2Op { Exp, Sin, Cos, Sigmoid, Erf };
 bool avx2_unary_f32(Avx2Op op, const float* src, float* dst, size_t n);
 
+// 16-bit floats to float and back, in blocks (unary_half.cpp; F16C when available). Same bits as the
+// float16_t / bfloat16_t conversions.
+void to_float(const float16_t* src, float* dst, size_t n);
+void to_float(const bfloat16_t* src, float* dst, size_t n);
+void from_float(const float* src, float16_t* dst, size_t n);
+void from_float(const float* src, bfloat16_t* dst, size_t n);
+
+// Row-major 16-bit arrays of one shape go through float blocks: body(ins..., out, n) computes n floats.
+// This is "compute in float, round once" with vectorizable conversions and a float inner loop.
+inline constexpr size_t kHalfBlock = 1024;
+template <typename H, typename Body>
+void half_blocks(const array& in, array& out, Body body) {
+  out.alloc();
+  const H* s = in.data<H>();
+  H* d = out.data<H>();
+  cpu::parallel_for(out.size(), cpu::kGrainMedium, [&](size_t b, size_t e) {
+    alignas(32) float x[kHalfBlock], y[kHalfBlock];
+    for (size_t i = b; i < e; i += kHalfBlock) {
+      size_t m = std::min(kHalfBlock, e - i);
+      to_float(s + i, x, m);
+      body(x, y, m);
+      from_float(y, d + i, m);
+    }
+  });
+}
+template <typename H, typename Body>
+void half_blocks(const array& a, const array& b, array& out, Body body) {
+  out.alloc();
+  const H* s = a.data<H>();
+  const H* t = b.data<H>();
+  H* d = out.data<H>();
+  cpu::parallel_for(out.size(), cpu::kGrainMedium, [&](size_t lo, size_t hi) {
+    alignas(32) float x[kHalfBlock], y[kHalfBlock], z[kHalfBlock];
+    for (size_t i = lo; i < hi; i += kHalfBlock) {
+      size_t m = std::min(kHalfBlock, hi - i);
+      to_float(s + i, x, m);
+      to_float(t + i, y, m);
+      body(x, y, z, m);
+      from_float(z, d + i, m);
+    }
+  });
+}
+
 // Unary kernel for ops that MLX evaluates on inexact types only: Op::apply(x) for x of type float,
 // double and (when Complex) complex64_t; float16/bfloat16 compute in float and round once.
 template <typename Op, bool Complex = true>
 void unary_fp(const array& in, array& out) {
+  // Ops MLX computes with its own polynomials (kAvx2) have AVX2+FMA float32 loops.
+  auto float_block = [](const float* x, float* y, size_t n) {
+    if constexpr (requires { Op::kAvx2; }) {
+      if (avx2_unary_f32(Op::kAvx2, x, y, n)) return;
+    }
+    for (size_t i = 0; i < n; ++i) y[i] = Op::apply(x[i]);
+  };
   cpu::dispatch_all(in.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (is_float_v<T>) {
-      unary_run<T, T>(in, out, [](T v) { return T(Op::apply(static_cast<acc_t<T>>(v))); });
+    if constexpr (std::is_same_v<T, float>) {
+      if (in.row_contiguous()) {
+        out.alloc();
+        const float* s = in.data<float>();
+        float* d = out.data<float>();
+        cpu::parallel_for(out.size(), cpu::kGrainMedium, [&](size_t b, size_t e) { float_block(s + b, d + b, e - b); });
+      } else {
+        unary_run<T, T>(in, out, [](T v) { return Op::apply(v); });
+      }
+    } else if constexpr (is_half_v<T>) {
+      if (in.row_contiguous()) half_blocks<T>(in, out, float_block);
+      else unary_run<T, T>(in, out, [](T v) { return T(Op::apply(static_cast<float>(v))); });
+    } else if constexpr (is_float_v<T>) {
+      unary_run<T, T>(in, out, [](T v) { return Op::apply(v); });
     } else if constexpr (is_complex_v<T> && Complex) {
       unary_run<T, T>(in, out, [](T v) { return Op::apply(v); });
     }

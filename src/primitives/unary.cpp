@@ -88,7 +88,26 @@ std::vector<ArraySpec> view_infer(const State& st, const std::vector<ArraySpec>&
 
 // ---- kernels ----
 
+// float32 <-> float16/bfloat16 of row-major arrays use the block conversions (F16C when available).
+template <typename From, typename To>
+void convert_blocks(const array& in, array& out) {
+  out.alloc();
+  const From* s = in.data<From>();
+  To* d = out.data<To>();
+  cpu::parallel_for(out.size(), cpu::kGrainCheap, [&](size_t b, size_t e) {
+    if constexpr (std::is_same_v<From, float>) from_float(s + b, d + b, e - b);
+    else to_float(s + b, d + b, e - b);
+  });
+}
+
 void astype_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  const Dtype from = in[0].dtype(), to = out[0].dtype();
+  if (in[0].row_contiguous()) {
+    if (from == float32 && to == float16) return convert_blocks<float, float16_t>(in[0], out[0]);
+    if (from == float32 && to == bfloat16) return convert_blocks<float, bfloat16_t>(in[0], out[0]);
+    if (from == float16 && to == float32) return convert_blocks<float16_t, float>(in[0], out[0]);
+    if (from == bfloat16 && to == float32) return convert_blocks<bfloat16_t, float>(in[0], out[0]);
+  }
   cpu::dispatch_all(in[0].dtype(), [&](auto s) {
     using S = decltype(s);
     cpu::dispatch_all(out[0].dtype(), [&](auto t) {

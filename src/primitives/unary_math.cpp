@@ -146,19 +146,8 @@ struct ErfInvOp {
   }
 };
 
-// Row-major float32 inputs of the ops MLX computes with its own polynomials take the AVX2 loops.
 template <typename Op, bool Complex = true>
 void fp_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
-  if constexpr (requires { Op::kAvx2; }) {
-    if (in[0].dtype() == float32 && in[0].row_contiguous() && avx2_unary_f32(Op::kAvx2, nullptr, nullptr, 0)) {
-      out[0].alloc();
-      const float* src = in[0].data<float>();
-      float* dst = out[0].data<float>();
-      cpu::parallel_for(out[0].size(), cpu::kGrainMedium,
-                        [&](size_t b, size_t e) { avx2_unary_f32(Op::kAvx2, src + b, dst + b, e - b); });
-      return;
-    }
-  }
   unary_fp<Op, Complex>(in[0], out[0]);
 }
 

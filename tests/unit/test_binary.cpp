@@ -540,6 +540,35 @@ TEST(Binary, NonContiguousOperands) {
   }
 }
 
+TEST(Binary, HalfPrecisionBlocksMatchElementwiseRounding) {
+  // Contiguous float16/bfloat16 operands run in float blocks; strided ones element by element. Both
+  // must round the float result once, to the same bits.
+  const int n = 5000;
+  std::vector<float> va(2 * n, 0.0f), vb(2 * n, 0.0f);
+  for (int i = 0; i < n; ++i) {
+    va[2 * i] = std::ldexp(static_cast<float>((i * 7919) % 2001 - 1000), (i % 40) - 20);
+    vb[2 * i] = std::ldexp(static_cast<float>((i * 104729) % 1999 - 999), (i % 23) - 11);
+  }
+  va[0] = INFINITY;
+  va[2] = NAN;
+  vb[4] = -INFINITY;
+  mx::array sa = mx::slice(mx::array(va.data(), {2 * n}), {0}, {2 * n}, {2});
+  mx::array sb = mx::slice(mx::array(vb.data(), {2 * n}), {0}, {2 * n}, {2});
+  for (mx::Dtype t : {mx::float16, mx::bfloat16}) {
+    mx::array a = mx::astype(sa, t), b = mx::astype(sb, t);  // strided
+    mx::array ca = mx::contiguous(a), cb = mx::contiguous(b);
+    for (const char* op : {"add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "arctan2",
+                           "logaddexp", "remainder"}) {
+      auto x = values(binary_ops().at(op)(ca, cb));
+      auto y = values(binary_ops().at(op)(a, b));
+      int bad = 0;
+      for (int i = 0; i < n; ++i)
+        if (!(x[i] == y[i] || (std::isnan(x[i]) && std::isnan(y[i]))) && ++bad <= 3)
+          ADD_FAILURE() << op << " " << mx::dtype_name(t) << " [" << i << "]: " << x[i] << " vs " << y[i];
+    }
+  }
+}
+
 TEST(Binary, LargeTransposedOperandsAreTiled) {
   // Big enough for the tiled traversal; the values must equal those of contiguous copies.
   const int R = 200, C = 130;

@@ -1,10 +1,6 @@
-// Shared pieces of the element-wise family (unary.cpp, unary_math.cpp, unary_ops.cpp, binary*.cpp,
-// ternary.cpp): scalar functions that reproduce the values of MLX's CPU backend, kernel helpers and
-// infer rules.
-//
-// MLX's Linux CPU build evaluates exp, sin, cos, erf and erfinv with its own single-precision
-// polynomials (also for float64 inputs) and everything else with the C library; the scalar functions
-// here follow the same algorithms so that float32 results agree bit for bit.
+// Shared pieces of the element-wise family (unary*.cpp, binary*.cpp, ternary.cpp, ...): kernel helpers
+// (layouts, 16-bit blocks), infer rules, and through elementwise_math.h the scalar functions that
+// reproduce MLX's CPU values.
 //
 // Include this header FIRST in every element-wise .cpp: the pragma below must precede all other code
 // of the translation unit. Neither errno nor floating-point exception flags are results of these
@@ -28,6 +24,7 @@
 #include "kiln/ops/elementwise.h"
 #include "kiln/primitive.h"
 #include "primitives/common.h"
+#include "primitives/elementwise_math.h"
 
 namespace kiln::ew {
 
@@ -41,186 +38,6 @@ using cpu::is_half_v;
 
 // MLX's at_least_float: integers and bool compute in float32, inexact types keep their dtype.
 inline Dtype at_least_float(Dtype t) { return is_inexact(t) ? t : float32; }
-
-// ---------------------------------------------------------------------------------------------
-// Scalar math
-
-// a*b + c with a single rounding. The product of two floats is exact in double, so only the sum is
-// rounded twice, which changes the float result in about one case in 2^29. Unlike std::fma this
-// compiles to plain SSE2 arithmetic and vectorizes. (unary_avx2.cpp uses the FMA instruction.)
-inline float fma_f(float a, float b, float c) {
-  return static_cast<float>(static_cast<double>(a) * static_cast<double>(b) + static_cast<double>(c));
-}
-
-// Round half to even without a libm call (vectorizable); |x| >= 2^23 (or 2^52) is already integral.
-template <typename F>
-inline F rint_f(F x) {
-  constexpr F big = std::is_same_v<F, double> ? F(4503599627370496.0) : F(8388608.0f);
-  F ax = std::fabs(x);
-  F r = (ax + big) - big;
-  return ax < big ? std::copysign(r, x) : x;
-}
-template <typename F>
-inline F floor_f(F x) {
-  F r = rint_f(x);
-  return r - (r > x ? F(1) : F(0));
-}
-template <typename F>
-inline F ceil_f(F x) {
-  F r = rint_f(x);
-  return r + (r < x ? F(1) : F(0));
-}
-
-// MLX's exp: 2^(x·log2 e) split into an integer power (built in the exponent bits) and a degree-6
-// polynomial for the fraction (Cephes constants). Saturates to inf above 88 and to 0 below -88.
-inline float exp_f(float x0) {
-  float xc = x0 > 88.0f ? 88.0f : x0;
-  xc = xc < -88.0f ? -88.0f : xc;
-  xc = x0 == x0 ? xc : 0.0f;  // NaN: keep the int conversion below defined
-  float t = xc * 1.442695f;
-  double h = static_cast<double>(t) + 0.5;  // exact in double
-  int32_t i = static_cast<int32_t>(h);
-  if (static_cast<double>(i) > h) --i;  // floor
-  float f = t - static_cast<float>(i);
-  float p = 1.535336188319500e-4f;
-  p = fma_f(p, f, 1.339887440266574e-3f);
-  p = fma_f(p, f, 9.618437357674640e-3f);
-  p = fma_f(p, f, 5.550332471162809e-2f);
-  p = fma_f(p, f, 2.402264791363012e-1f);
-  p = fma_f(p, f, 6.931472028550421e-1f);
-  p = fma_f(p, f, 1.0f);
-  float r = std::bit_cast<float>(static_cast<uint32_t>(i + 127) << 23) * p;
-  r = x0 > 88.0f ? std::numeric_limits<float>::infinity() : r;
-  r = x0 < -88.0f ? 0.0f : r;
-  return x0 != x0 ? x0 : r;
-}
-
-// x86's float -> uint32 conversion of y >= 0 as compilers emit it: through int64, so the result is
-// the low 32 bits, and 0 from 2^63 on or for NaN. Written with float arithmetic so that it vectorizes:
-// y mod 2^32 is exact in float.
-inline uint32_t float_to_u32_x86(float y) {
-  float hi = floor_f(y * 2.3283064365386963e-10f);  // floor(y / 2^32)
-  float r = y - hi * 4294967296.0f;
-  r = y < 9.2233720368547758e18f ? r : 0.0f;  // also maps NaN to 0
-  float top = r >= 2147483648.0f ? 2147483648.0f : 0.0f;
-  uint32_t u = static_cast<uint32_t>(static_cast<int32_t>(r - top));
-  return u + (top != 0.0f ? 0x80000000u : 0u);
-}
-
-// MLX's sin/cos: Cephes single-precision range reduction by pi/4 and two minimax polynomials.
-// Computed in float for every real input type; the sign comes from the input in its own type.
-template <bool Sine, typename T>
-inline float sincos_f(T in) {
-  bool neg = in < T(0);
-  float x = std::fabs(static_cast<float>(in));
-  float y = x * 1.27323954473516f;
-  uint32_t j = float_to_u32_x86(y);
-  j = (j + 1u) & ~1u;
-  y = static_cast<float>(j);
-  bool poly = (j & 2u) != 0;
-  x = fma_f(y, -0.78515625f, x);
-  x = fma_f(y, -2.4187564849853515625e-4f, x);
-  x = fma_f(y, -3.77489497744594108e-8f, x);
-  float z = x * x;
-  float y1 = fma_f(z, 2.443315711809948e-5f, -1.388731625493765e-3f);
-  float y2 = fma_f(z, -1.9515295891e-4f, 8.3321608736e-3f);
-  y1 = fma_f(y1, z, 4.166664568298827e-2f);
-  y2 = fma_f(y2, z, -1.6666654611e-1f);
-  y1 = y1 * z;
-  y2 = y2 * z;
-  y1 = y1 * z;
-  y2 = fma_f(x, y2, x);
-  y1 = fma_f(z, -0.5f, y1);
-  y1 = y1 + 1.0f;
-  if constexpr (Sine) {
-    bool s = neg != ((j & 4u) != 0);
-    float v = poly ? y1 : y2;
-    return s ? -v : v;
-  } else {
-    bool s = ((j - 2u) & 4u) != 0;
-    float v = poly ? y2 : y1;
-    return s ? v : -v;
-  }
-}
-
-// MLX's erf: Abramowitz-Stegun 7.1.26 with its exp; odd in x (erf(0) is -0, as in MLX).
-inline float erf_f(float v) {
-  float t = 1.0f / fma_f(0.3275911f, std::fabs(v), 1.0f);
-  float r = fma_f(1.061405429f, t, -1.453152027f);
-  r = fma_f(r, t, 1.421413741f);
-  r = fma_f(r, t, -0.284496736f);
-  r = fma_f(r, t, 0.254829592f);
-  float e = -exp_f(-v * v);
-  return fma_f(e * t, r, 1.0f);  // |erf(v)|; the caller applies the sign
-}
-
-// MLX's erfinv: Giles' single-precision approximation in w = log(1 - a^2), two polynomials.
-inline float erfinv_f(float a) {
-  float t = std::log(fma_f(a, 0.0f - a, 1.0f));
-  float p;
-  if (std::fabs(t) > 6.125f) {
-    p = 3.03697567e-10f;
-    p = fma_f(p, t, 2.93243101e-8f);
-    p = fma_f(p, t, 1.22150334e-6f);
-    p = fma_f(p, t, 2.84108955e-5f);
-    p = fma_f(p, t, 3.93552968e-4f);
-    p = fma_f(p, t, 3.02698812e-3f);
-    p = fma_f(p, t, 4.83185798e-3f);
-    p = fma_f(p, t, -2.64646143e-1f);
-    p = fma_f(p, t, 8.40016484e-1f);
-  } else {
-    p = 5.43877832e-9f;
-    p = fma_f(p, t, 1.43285448e-7f);
-    p = fma_f(p, t, 1.22774793e-6f);
-    p = fma_f(p, t, 1.12963626e-7f);
-    p = fma_f(p, t, -5.61530760e-5f);
-    p = fma_f(p, t, -1.47697632e-4f);
-    p = fma_f(p, t, 2.31468678e-3f);
-    p = fma_f(p, t, 1.15392581e-2f);
-    p = fma_f(p, t, -2.32015476e-1f);
-    p = fma_f(p, t, 8.86226892e-1f);
-  }
-  return a * p;
-}
-
-// MLX orders complex numbers lexicographically (real part first) in comparisons, maximum and minimum.
-inline bool cgt(complex64_t a, complex64_t b) {
-  return a.real() > b.real() || (a.real() == b.real() && a.imag() > b.imag());
-}
-inline bool cge(complex64_t a, complex64_t b) {
-  return a.real() > b.real() || (a.real() == b.real() && a.imag() >= b.imag());
-}
-
-// log1p for complex values, accurate near zero (MLX's formula).
-inline complex64_t log1p_c(complex64_t z) {
-  float x = z.real(), y = z.imag();
-  float theta = std::atan2(y, x + 1.0f);
-  if (std::abs(z) < 0.5f) {
-    float r = x * (2.0f + x) + y * y;
-    if (r == 0.0f) return {x, theta};
-    return {0.5f * std::log1p(r), theta};
-  }
-  return {std::log(std::hypot(x + 1.0f, y)), theta};
-}
-
-// Integer arithmetic that wraps (no signed-overflow UB, no int promotion surprises).
-template <typename T>
-using wide_unsigned_t = std::conditional_t<(sizeof(T) < 4), uint32_t, std::make_unsigned_t<T>>;
-template <typename T>
-inline T wrap_add(T a, T b) {
-  using U = wide_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-}
-template <typename T>
-inline T wrap_sub(T a, T b) {
-  using U = wide_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
-}
-template <typename T>
-inline T wrap_mul(T a, T b) {
-  using U = wide_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-}
 
 // ---------------------------------------------------------------------------------------------
 // Kernel helpers

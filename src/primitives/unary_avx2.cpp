@@ -142,7 +142,7 @@ __attribute__((target("avx2,fma"))) void run(const float* src, float* dst, size_
 }  // namespace
 
 bool avx2_unary_f32(Avx2Op op, const float* src, float* dst, size_t n) {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool ok = (__builtin_cpu_init(), __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
   if (!ok) return false;
   switch (op) {
     case Avx2Op::Exp: run<Avx2Op::Exp>(src, dst, n); break;

@@ -14,7 +14,7 @@ namespace {
 
 #ifdef KILN_EW_F16C
 bool has_f16c() {
-  static const bool ok = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  static const bool ok = (__builtin_cpu_init(), __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c"));
   return ok;
 }
 

@@ -3,6 +3,11 @@
 #include <gtest/gtest.h>
 #include <gmock/gmock.h>
 
+#include <charconv>
+#include <sstream>
+
+#include <kiln/export.h>
+
 #include "unit/elementwise_test_util.h"
 
 namespace {
@@ -180,6 +185,336 @@ TEST(ElementwiseComposite, FusedLookingChainsEvaluateLazily) {
     double want = 1.0 / (1.0 + std::exp(-(xi - 5.0))) * std::exp(-xi / 4.0) + (xi > 6 ? std::sqrt(xi) : xi * xi);
     EXPECT_NEAR(v[i], want, 2e-6 * std::max(1.0, want)) << i;
   }
+}
+
+// ---- exported graphs: the same events as MLX 0.30.1 ----
+//
+// The expected text was printed by MLX 0.30.1 through mx.export_function(callback, f, *args) for the
+// same functions written in Python (all operands arrays, so Python's scalar rules play no part), in
+// the format of the shape family's export tests: primitive names, states (dtype arguments dropped,
+// as MLX's callback drops them), wiring and names after MLX's simplification. (array_equal of
+// different shapes gives a constant; the outputs avoid two such constants, which MLX's callback names
+// apart although it merges them.)
+
+std::string fmt_double(double d) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof(buf), d);
+  std::string s(buf, r.ptr);
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string fmt_value(const mx::Value& v) {
+  std::ostringstream os;
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, bool>) {
+          os << (x ? "T" : "F");
+        } else if constexpr (std::is_same_v<T, int32_t> || std::is_same_v<T, uint64_t>) {
+          os << x;
+        } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+          os << fmt_double(x);
+        } else if constexpr (std::is_same_v<T, std::vector<int32_t>> || std::is_same_v<T, std::vector<int64_t>>) {
+          os << "[";
+          for (size_t i = 0; i < x.size(); ++i) os << (i ? "," : "") << x[i];
+          os << "]";
+        } else {
+          os << "?";
+        }
+      },
+      v);
+  return os.str();
+}
+
+std::string fmt_shape(const mx::Shape& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? "x" : "") + std::to_string(s[i]);
+  return out;
+}
+
+using IO = std::vector<std::tuple<std::string, mx::Shape, mx::Dtype>>;
+std::string fmt_io(const IO& l) {
+  std::string out = "[";
+  for (size_t i = 0; i < l.size(); ++i) {
+    out += (i ? " " : "") + std::get<0>(l[i]) + ":" + fmt_shape(std::get<1>(l[i])) + ":" +
+           mx::dtype_name(std::get<2>(l[i]));
+  }
+  return out + "]";
+}
+
+std::string events(const mx::ArgsFn& f, const mx::Args& args, bool shapeless) {
+  std::vector<std::string> lines;
+  auto cb = [&](const mx::ExportCallbackInput& e) {
+    const auto& type = std::get<std::string>(e.at("type"));
+    if (type == "inputs") {
+      lines.push_back("in " + fmt_io(std::get<IO>(e.at("inputs"))));
+    } else if (type == "outputs") {
+      lines.push_back("out " + fmt_io(std::get<IO>(e.at("outputs"))));
+    } else if (type == "constants") {
+      std::string s = "const [";
+      const auto& c = std::get<std::vector<std::pair<std::string, mx::array>>>(e.at("constants"));
+      for (size_t i = 0; i < c.size(); ++i) {
+        s += (i ? " " : "") + c[i].first + ":" + fmt_shape(c[i].second.shape()) + ":" +
+             mx::dtype_name(c[i].second.dtype());
+      }
+      lines.push_back(s + "]");
+    } else if (type == "primitive") {
+      std::string s = std::get<std::string>(e.at("name")) + " [";
+      bool first = true;
+      for (auto& v : std::get<std::vector<mx::StateT>>(e.at("arguments"))) {
+        if (std::holds_alternative<mx::Dtype>(v)) continue;
+        s += (first ? "" : ",") + fmt_value(v);
+        first = false;
+      }
+      s += "] " + fmt_io(std::get<IO>(e.at("inputs"))) + " -> " + fmt_io(std::get<IO>(e.at("outputs")));
+      lines.push_back(s);
+    }
+  };
+  mx::export_function(cb, f, args, shapeless);
+  std::string out;
+  for (size_t i = 0; i < lines.size(); ++i) out += (i ? "\n" : "") + lines[i];
+  return out;
+}
+
+struct EventCase {
+  const char* name;
+  bool shapeless;
+  const char* expected;
+};
+
+const EventCase kEventCases[] = {
+  {"math", false, R"(in [A:3x4:float32 B:3x4:int32]
+out [C:3x4:float32 D:3x4:float32 E:3x4:float32 F:3x4:float32 G:3x4:float32 H:3x4:float32 I:3x4:float32 J:3x4:float32 K:3x4:float32 L:3x4:float32 M:3x4:float32 N:3x4:float32 O:3x4:float32 P:3x4:int32 Q:3x4:int32 R:3x4:float32 S:3x4:float32 T:3x4:int32 U:3x4:bool V:3x4:float32]
+const []
+AsType [] [B:3x4:int32] -> [W:3x4:float32]
+Exp [] [W:3x4:float32] -> [C:3x4:float32]
+Log [0] [A:3x4:float32] -> [D:3x4:float32]
+Log [1] [A:3x4:float32] -> [E:3x4:float32]
+Log [2] [W:3x4:float32] -> [F:3x4:float32]
+Sqrt [T] [A:3x4:float32] -> [G:3x4:float32]
+Sqrt [F] [W:3x4:float32] -> [H:3x4:float32]
+Sigmoid [] [A:3x4:float32] -> [I:3x4:float32]
+Abs [] [A:3x4:float32] -> [J:3x4:float32]
+ErfInv [] [A:3x4:float32] -> [K:3x4:float32]
+Log1p [] [A:3x4:float32] -> [L:3x4:float32]
+Expm1 [] [W:3x4:float32] -> [M:3x4:float32]
+Sin [] [A:3x4:float32] -> [N:3x4:float32]
+ArcTanh [] [A:3x4:float32] -> [O:3x4:float32]
+Square [] [B:3x4:int32] -> [P:3x4:int32]
+Negative [] [B:3x4:int32] -> [Q:3x4:int32]
+Sign [] [A:3x4:float32] -> [R:3x4:float32]
+Floor [] [A:3x4:float32] -> [S:3x4:float32]
+Ceil [] [B:3x4:int32] -> [T:3x4:int32]
+AsType [] [A:3x4:float32] -> [X:3x4:bool]
+LogicalNot [] [X:3x4:bool] -> [U:3x4:bool]
+Round [] [A:3x4:float32] -> [V:3x4:float32])"},
+  {"binary", false, R"(in [A:3x4:float32 B:4:float32 C:3x4:int32 D:1x4:bool]
+out [E:3x4:float32 F:3x4:float32 G:3x4:float32 H:3x4:int32 I:3x4:float32 J:3x4:int32 K:3x4:float32 L:1x4:float32 M:3x4:float32 N:3x4:float32 O:3x4:bool P:3x4:bool Q:3x4:bool R:3x4:bool S:3x4:bool T:1x4:bool U:3x4:int32 V:1x4:uint8 W:3x4:int32 X:1x4:bool Y:3x4:int32 Z:3x4:float32]
+const []
+Broadcast [[3,4]] [B:4:float32] -> [AA:3x4:float32]
+Add [] [A:3x4:float32 AA:3x4:float32] -> [E:3x4:float32]
+AsType [] [C:3x4:int32] -> [AB:3x4:float32]
+Divide [] [AB:3x4:float32 AB:3x4:float32] -> [F:3x4:float32]
+Divide [] [AB:3x4:float32 A:3x4:float32] -> [AC:3x4:float32]
+Floor [] [AC:3x4:float32] -> [G:3x4:float32]
+Divide [] [C:3x4:int32 C:3x4:int32] -> [H:3x4:int32]
+Remainder [] [A:3x4:float32 AA:3x4:float32] -> [I:3x4:float32]
+Power [] [C:3x4:int32 C:3x4:int32] -> [J:3x4:int32]
+Maximum [] [A:3x4:float32 AB:3x4:float32] -> [K:3x4:float32]
+Broadcast [[1,4]] [B:4:float32] -> [AD:1x4:float32]
+AsType [] [D:1x4:bool] -> [AE:1x4:float32]
+Minimum [] [AD:1x4:float32 AE:1x4:float32] -> [L:1x4:float32]
+LogAddExp [] [AB:3x4:float32 A:3x4:float32] -> [M:3x4:float32]
+ArcTan2 [] [AA:3x4:float32 A:3x4:float32] -> [N:3x4:float32]
+Equal [F] [A:3x4:float32 AB:3x4:float32] -> [O:3x4:bool]
+AsType [] [D:1x4:bool] -> [AF:1x4:int32]
+Broadcast [[3,4]] [AF:1x4:int32] -> [AG:3x4:int32]
+NotEqual [] [AG:3x4:int32 C:3x4:int32] -> [P:3x4:bool]
+Greater [] [A:3x4:float32 AA:3x4:float32] -> [Q:3x4:bool]
+LessEqual [] [AB:3x4:float32 AA:3x4:float32] -> [R:3x4:bool]
+AsType [] [A:3x4:float32] -> [AH:3x4:bool]
+AsType [] [C:3x4:int32] -> [AI:3x4:bool]
+LogicalAnd [] [AH:3x4:bool AI:3x4:bool] -> [S:3x4:bool]
+AsType [] [B:4:float32] -> [AJ:4:bool]
+Broadcast [[1,4]] [AJ:4:bool] -> [AK:1x4:bool]
+LogicalOr [] [D:1x4:bool AK:1x4:bool] -> [T:1x4:bool]
+BitwiseBinary [3] [C:3x4:int32 AG:3x4:int32] -> [U:3x4:int32]
+AsType [] [D:1x4:bool] -> [AL:1x4:uint8]
+BitwiseBinary [4] [AL:1x4:uint8 AL:1x4:uint8] -> [V:1x4:uint8]
+BitwiseBinary [0] [C:3x4:int32 AG:3x4:int32] -> [W:3x4:int32]
+BitwiseBinary [2] [D:1x4:bool D:1x4:bool] -> [X:1x4:bool]
+Subtract [] [AG:3x4:int32 C:3x4:int32] -> [Y:3x4:int32]
+Broadcast [[3,4]] [AE:1x4:float32] -> [AM:3x4:float32]
+Multiply [] [AM:3x4:float32 A:3x4:float32] -> [Z:3x4:float32])"},
+  {"composites", false, R"(in [A:3x4:float32 B:4:float32 C:3x4:int32 D:1x4:bool]
+out [E:3x4:bool F::bool G::bool H::bool I:3x4:bool J:3x4:bool K:3x4:bool L:3x4:bool M:3x4:bool N:3x4:float32 O:3x4:float32 P:3x4:float32 Q:3x4:float32 R:3x4:float32 S:3x4:float32 T:3x4:int32 U:3x4:float32]
+const [V::float32 W::float32 X::float32 Y::float32 G::bool Z::float32 AA::float32 AB::float32 AC::float32 AD::float32 AE::float32 AF::float32 AG::float32 AH::float32 AI::float32]
+Broadcast [[3,4]] [B:4:float32] -> [AJ:3x4:float32]
+Subtract [] [A:3x4:float32 AJ:3x4:float32] -> [AK:3x4:float32]
+Abs [] [AK:3x4:float32] -> [AL:3x4:float32]
+Broadcast [[4]] [V::float32] -> [AM:4:float32]
+Broadcast [[4]] [W::float32] -> [AN:4:float32]
+Abs [] [B:4:float32] -> [AO:4:float32]
+Multiply [] [AN:4:float32 AO:4:float32] -> [AP:4:float32]
+Add [] [AM:4:float32 AP:4:float32] -> [AQ:4:float32]
+Broadcast [[3,4]] [AQ:4:float32] -> [AR:3x4:float32]
+LessEqual [] [AL:3x4:float32 AR:3x4:float32] -> [AS:3x4:bool]
+Broadcast [[3,4]] [X::float32] -> [AT:3x4:float32]
+Equal [F] [A:3x4:float32 AT:3x4:float32] -> [AU:3x4:bool]
+Broadcast [[3,4]] [Y::float32] -> [AV:3x4:float32]
+Equal [F] [A:3x4:float32 AV:3x4:float32] -> [AW:3x4:bool]
+LogicalOr [] [AU:3x4:bool AW:3x4:bool] -> [AX:3x4:bool]
+Broadcast [[4]] [X::float32] -> [AY:4:float32]
+Equal [F] [B:4:float32 AY:4:float32] -> [AZ:4:bool]
+Broadcast [[4]] [Y::float32] -> [BA:4:float32]
+Equal [F] [B:4:float32 BA:4:float32] -> [BB:4:bool]
+LogicalOr [] [AZ:4:bool BB:4:bool] -> [BC:4:bool]
+Broadcast [[3,4]] [BC:4:bool] -> [BD:3x4:bool]
+LogicalOr [] [AX:3x4:bool BD:3x4:bool] -> [BE:3x4:bool]
+LogicalNot [] [BE:3x4:bool] -> [BF:3x4:bool]
+LogicalAnd [] [AS:3x4:bool BF:3x4:bool] -> [BG:3x4:bool]
+Broadcast [[3,4]] [AZ:4:bool] -> [BH:3x4:bool]
+LogicalAnd [] [AU:3x4:bool BH:3x4:bool] -> [BI:3x4:bool]
+Broadcast [[3,4]] [BB:4:bool] -> [BJ:3x4:bool]
+LogicalAnd [] [AW:3x4:bool BJ:3x4:bool] -> [BK:3x4:bool]
+LogicalOr [] [BI:3x4:bool BK:3x4:bool] -> [BL:3x4:bool]
+LogicalOr [] [BG:3x4:bool BL:3x4:bool] -> [E:3x4:bool]
+Reduce [0,[0,1]] [E:3x4:bool] -> [BM:1x1:bool]
+Squeeze [[0,1]] [BM:1x1:bool] -> [F::bool]
+AsType [] [C:3x4:int32] -> [BN:3x4:float32]
+Equal [F] [BN:3x4:float32 A:3x4:float32] -> [BO:3x4:bool]
+Reduce [0,[0,1]] [BO:3x4:bool] -> [BP:1x1:bool]
+Squeeze [[0,1]] [BP:1x1:bool] -> [H::bool]
+NotEqual [] [A:3x4:float32 A:3x4:float32] -> [I:3x4:bool]
+Broadcast [[3,4]] [G::bool] -> [BQ:3x4:bool]
+Full [] [BQ:3x4:bool] -> [J:3x4:bool]
+LogicalOr [] [AU:3x4:bool AW:3x4:bool] -> [K:3x4:bool]
+LogicalOr [] [AX:3x4:bool I:3x4:bool] -> [BR:3x4:bool]
+LogicalNot [] [BR:3x4:bool] -> [L:3x4:bool]
+Full [] [BQ:3x4:bool] -> [M:3x4:bool]
+Broadcast [[3,4]] [Z::float32] -> [BS:3x4:float32]
+Multiply [] [BN:3x4:float32 BS:3x4:float32] -> [N:3x4:float32]
+Broadcast [[3,4]] [AA::float32] -> [BT:3x4:float32]
+Multiply [] [A:3x4:float32 BT:3x4:float32] -> [O:3x4:float32]
+Broadcast [[3,4]] [AB::float32] -> [BU:3x4:float32]
+Divide [] [BU:3x4:float32 BN:3x4:float32] -> [P:3x4:float32]
+Maximum [] [A:3x4:float32 AJ:3x4:float32] -> [BV:3x4:float32]
+Minimum [] [BV:3x4:float32 BN:3x4:float32] -> [Q:3x4:float32]
+Broadcast [[3,4]] [D:1x4:bool] -> [BW:3x4:bool]
+Select [] [BW:3x4:bool A:3x4:float32 BN:3x4:float32] -> [R:3x4:float32]
+Broadcast [[3,4]] [AC::float32] -> [BX:3x4:float32]
+Multiply [] [A:3x4:float32 BX:3x4:float32] -> [BY:3x4:float32]
+Round [] [BY:3x4:float32] -> [BZ:3x4:float32]
+Broadcast [[3,4]] [AD::float32] -> [CA:3x4:float32]
+Multiply [] [BZ:3x4:float32 CA:3x4:float32] -> [S:3x4:float32]
+Broadcast [[3,4]] [AE::float32] -> [CB:3x4:float32]
+Multiply [] [BN:3x4:float32 CB:3x4:float32] -> [CC:3x4:float32]
+Round [] [CC:3x4:float32] -> [CD:3x4:float32]
+Broadcast [[3,4]] [AF::float32] -> [CE:3x4:float32]
+Multiply [] [CD:3x4:float32 CE:3x4:float32] -> [CF:3x4:float32]
+AsType [] [CF:3x4:float32] -> [T:3x4:int32]
+Broadcast [[3,4]] [AG::float32] -> [CG:3x4:float32]
+Broadcast [[3,4]] [AH::float32] -> [CH:3x4:float32]
+Broadcast [[3,4]] [AI::float32] -> [CI:3x4:float32]
+Select [] [I:3x4:bool CI:3x4:float32 A:3x4:float32] -> [CJ:3x4:float32]
+Select [] [AU:3x4:bool CH:3x4:float32 CJ:3x4:float32] -> [CK:3x4:float32]
+Select [] [AW:3x4:bool CG:3x4:float32 CK:3x4:float32] -> [U:3x4:float32])"},
+  {"complex", false, R"(in [A:2x3:complex64 B:2x3:float32]
+out [C:2x3:float32 D:2x3:float32 E:2x3:float32 F:2x3:complex64 B:2x3:float32 G:2x3:float32 B:2x3:float32 H:2x3:complex64 I:2x3:complex64]
+const [J::float32]
+Abs [] [A:2x3:complex64] -> [K:2x3:complex64]
+AsType [] [K:2x3:complex64] -> [C:2x3:float32]
+Real [] [A:2x3:complex64] -> [D:2x3:float32]
+Imag [] [A:2x3:complex64] -> [E:2x3:float32]
+Conjugate [] [A:2x3:complex64] -> [F:2x3:complex64]
+Broadcast [[2,3]] [J::float32] -> [L:2x3:float32]
+Full [] [L:2x3:float32] -> [G:2x3:float32]
+Sign [] [A:2x3:complex64] -> [H:2x3:complex64]
+Exp [] [A:2x3:complex64] -> [I:2x3:complex64])"},
+  {"misc", false, R"(in [A:3x4:float32 B:3x4:int32]
+out [C:3x4:float32 D:3x4:float32 E:3x16:uint8 F:3x4:int32 G:3x4:float32 H:3x4:int32]
+const []
+AsType [] [B:3x4:int32] -> [I:3x4:float32]
+DivMod [] [I:3x4:float32 A:3x4:float32] -> [C:3x4:float32 D:3x4:float32]
+View [] [A:3x4:float32] -> [E:3x16:uint8]
+View [] [A:3x4:float32] -> [F:3x4:int32]
+Add [] [A:3x4:float32 A:3x4:float32] -> [G:3x4:float32]
+AsType [] [A:3x4:float32] -> [J:3x4:bool]
+Select [] [J:3x4:bool B:3x4:int32 B:3x4:int32] -> [H:3x4:int32])"},
+  {"shapeless", true, R"(in [A:3x4:float32 B:4:float32]
+out [C:3x4:float32 D:3x4:float32 E:3x4:float32]
+const []
+Broadcast [[3,4]] [B:4:float32 A:3x4:float32] -> [F:3x4:float32]
+Add [] [A:3x4:float32 F:3x4:float32] -> [C:3x4:float32]
+Greater [] [A:3x4:float32 F:3x4:float32] -> [G:3x4:bool]
+Broadcast [[3,4]] [B:4:float32 G:3x4:bool A:3x4:float32] -> [H:3x4:float32]
+Select [] [G:3x4:bool A:3x4:float32 H:3x4:float32] -> [D:3x4:float32]
+Exp [] [A:3x4:float32] -> [E:3x4:float32])"},
+};
+
+std::string expected_events(const std::string& name) {
+  for (auto& c : kEventCases)
+    if (name == c.name) return c.expected;
+  return "";
+}
+
+TEST(ElementwiseExport, MathOpsGraphsMatchMLX) {
+  auto f = [](const mx::Args& a) -> std::vector<mx::array> {
+    auto &x = a[0], &i = a[1];
+    return {mx::exp(i),    mx::log2(x),    mx::log10(x),    mx::log(i),     mx::rsqrt(x),      mx::sqrt(i),
+            mx::sigmoid(x), mx::abs(x),    mx::erfinv(x),   mx::log1p(x),   mx::expm1(i),      mx::sin(x),
+            mx::arctanh(x), mx::square(i), mx::negative(i), mx::sign(x),    mx::floor(x),      mx::ceil(i),
+            mx::logical_not(x), mx::round(x)};
+  };
+  EXPECT_EQ(events(f, {mx::zeros({3, 4}), mx::zeros({3, 4}, mx::int32)}, false), expected_events("math"));
+}
+
+TEST(ElementwiseExport, BinaryOpsGraphsMatchMLX) {
+  auto f = [](const mx::Args& a) -> std::vector<mx::array> {
+    auto &x = a[0], &y = a[1], &i = a[2], &b = a[3];
+    return {mx::add(x, y),          mx::divide(i, i),        mx::floor_divide(i, x), mx::floor_divide(i, i),
+            mx::remainder(x, y),    mx::power(i, i),         mx::maximum(x, i),      mx::minimum(y, b),
+            mx::logaddexp(i, x),    mx::arctan2(y, x),       mx::equal(x, i),        mx::not_equal(b, i),
+            mx::greater(x, y),      mx::less_equal(i, y),    mx::logical_and(x, i),  mx::logical_or(b, y),
+            mx::left_shift(i, b),   mx::right_shift(b, b),   mx::bitwise_and(i, b),  mx::bitwise_xor(b, b),
+            mx::subtract(b, i),     mx::multiply(b, x)};
+  };
+  mx::Args args = {mx::zeros({3, 4}), mx::zeros({4}), mx::zeros({3, 4}, mx::int32), mx::zeros({1, 4}, mx::bool_)};
+  EXPECT_EQ(events(f, args, false), expected_events("binary"));
+}
+
+TEST(ElementwiseExport, CompositeGraphsMatchMLX) {
+  auto f = [](const mx::Args& a) -> std::vector<mx::array> {
+    auto &x = a[0], &y = a[1], &i = a[2], &b = a[3];
+    return {mx::isclose(x, y),      mx::allclose(x, y),   mx::array_equal(x, y, true), mx::array_equal(i, x),
+            mx::isnan(x),           mx::isnan(i),         mx::isinf(x),                mx::isfinite(x),
+            mx::isposinf(i),        mx::degrees(i),       mx::radians(x),              mx::reciprocal(i),
+            mx::clip(x, y, i),      mx::where(b, x, i),   mx::round(x, 2),             mx::round(i, -1),
+            mx::nan_to_num(x)};
+  };
+  mx::Args args = {mx::zeros({3, 4}), mx::zeros({4}), mx::zeros({3, 4}, mx::int32), mx::zeros({1, 4}, mx::bool_)};
+  EXPECT_EQ(events(f, args, false), expected_events("composites"));
+}
+
+TEST(ElementwiseExport, ComplexAndMiscGraphsMatchMLX) {
+  auto fc = [](const mx::Args& a) -> std::vector<mx::array> {
+    auto &c = a[0], &x = a[1];
+    return {mx::abs(c),  mx::real(c),      mx::imag(c), mx::conjugate(c), mx::real(x),
+            mx::imag(x), mx::conjugate(x), mx::sign(c), mx::exp(c)};
+  };
+  EXPECT_EQ(events(fc, {mx::zeros({2, 3}, mx::complex64), mx::zeros({2, 3})}, false), expected_events("complex"));
+  auto fm = [](const mx::Args& a) -> std::vector<mx::array> {
+    auto &x = a[0], &i = a[1];
+    auto qr = mx::divmod(i, x);
+    return {qr[0], qr[1], mx::view(x, mx::uint8), mx::view(x, mx::int32), mx::stop_gradient(x) + x, mx::where(x, i, i)};
+  };
+  EXPECT_EQ(events(fm, {mx::zeros({3, 4}), mx::zeros({3, 4}, mx::int32)}, false), expected_events("misc"));
+  auto fs = [](const mx::Args& a) -> std::vector<mx::array> {
+    auto &x = a[0], &y = a[1];
+    return {mx::add(x, y), mx::where(mx::greater(x, y), x, y), mx::exp(x)};
+  };
+  EXPECT_EQ(events(fs, {mx::zeros({3, 4}), mx::zeros({4})}, true), expected_events("shapeless"));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "kiln/array.h"
@@ -36,5 +37,18 @@ array tensordot(const array& a, const array& b, const std::vector<int>& axes_a, 
 array outer(const array& a, const array& b, StreamOrDevice s = {});
 array inner(const array& a, const array& b, StreamOrDevice s = {});
 array kron(const array& a, const array& b, StreamOrDevice s = {});
+
+// The diagonal of the (axis1, axis2) matrices, offset above (> 0) or below (< 0) the main one, as a
+// new last axis. diag: the diagonal of a matrix, or a matrix with a vector on its k-th diagonal.
+array diagonal(const array& a, int offset = 0, int axis1 = 0, int axis2 = 1, StreamOrDevice s = {});
+array diag(const array& a, int k = 0, StreamOrDevice s = {});
+// Sum of the diagonal (as diagonal), in `dtype` (default: a's dtype; the sum widens small integers).
+array trace(const array& a, int offset, int axis1, int axis2, Dtype dtype, StreamOrDevice s = {});
+array trace(const array& a, int offset, int axis1, int axis2, StreamOrDevice s = {});
+array trace(const array& a, StreamOrDevice s = {});
+
+// Einstein summation, e.g. einsum("bij,bjk->bik", {a, b}); "..." broadcasts, implicit output (no "->")
+// is the labels used once, sorted. Contractions run pairwise left to right through matmul.
+array einsum(const std::string& subscripts, const std::vector<array>& operands, StreamOrDevice s = {});
 
 }  // namespace kiln

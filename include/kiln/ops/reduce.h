@@ -65,6 +65,12 @@ inline array std(const array& a, StreamOrDevice s = {}) { return std(a, false, 0
 array std(const array& a, const std::vector<int>& axes, bool keepdims = false, int ddof = 0, StreamOrDevice s = {});
 array std(const array& a, int axis, bool keepdims = false, int ddof = 0, StreamOrDevice s = {});
 
+// The middle value (mean of the two middle values for an even count) along the axes; at least float.
+array median(const array& a, bool keepdims, StreamOrDevice s = {});
+inline array median(const array& a, StreamOrDevice s = {}) { return median(a, false, s); }
+array median(const array& a, const std::vector<int>& axes, bool keepdims = false, StreamOrDevice s = {});
+array median(const array& a, int axis, bool keepdims = false, StreamOrDevice s = {});
+
 // ---- log-sum-exp and softmax ----
 array logsumexp(const array& a, bool keepdims, StreamOrDevice s = {});
 inline array logsumexp(const array& a, StreamOrDevice s = {}) { return logsumexp(a, false, s); }

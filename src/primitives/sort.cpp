@@ -198,7 +198,10 @@ std::vector<ArraySpec> argpartition_infer(const State& st, const std::vector<Arr
 }  // namespace
 
 namespace primitives {
+void register_search_sorted();  // search_sorted.cpp
+
 void register_sort() {
+  register_search_sorted();
   registry::define({.name = "Sort",
                     .fields = {{"axis", FieldType::Int}},
                     .min_inputs = 1,

@@ -928,6 +928,7 @@ def gen_unary():
             case(op, [A([3, 4], d, dom, view=v)], name=f"{TAG[d]}_{v}", tol=tol)
         case(op, [A([0, 4], "float32", dom)], name="f32_empty")
         case(op, [A([2, 0, 3], "int32", dom)], name="i32_empty")
+        case(op, [A([0, 3], "complex64", dom)], name="c64_empty")
         case(op, [A([], "float32", dom)], name="f32_scalar")
         for d in LONG_DTYPES:  # vector loops plus a tail
             case(op, [A([35], d, dom)], name=TAG[d] + "_long", tol=tol)
@@ -1122,7 +1123,8 @@ def gen_shape():
     case("reshape", X("float32"), {"shape": [6, 4]}, name="f32_plain")
     case("reshape", X("float32", "S"), {"shape": [-1]}, name="f32_S")
     case("reshape", X("int32", "B"), {"shape": [3, 8]}, name="i32_B")
-    case("reshape", [A([0, 3], "float32")], {"shape": [3, 0, -1]}, name="f32_empty")
+    case("reshape", [A([0, 3], "float32")], {"shape": [3, 0, -1]}, name="f32_empty")  # (MLX: must fail)
+    case("reshape", [A([0, 3], "float32", view="T")], {"shape": [3, 1, 0]}, name="f32_empty_T")
     each_dtype("flatten", lambda d: X(d, "T"), {"start_axis": 1, "end_axis": -1})
     case("flatten", X("float32"), {"start_axis": -3, "end_axis": -2}, name="f32_neg")
     case("flatten", [A([2, 0, 3], "float32")], {}, name="f32_empty")
@@ -1300,6 +1302,7 @@ def gen_index():
     case("take_along_axis", [A([3, 4], "float32", view="T"), I([1, 5], 4, neg=True)], {"axis": -1},
          name="f32_T_neg_bcast")
     case("take_along_axis", [A([3, 4], "float32", view="S"), I([3, 4], 12, view="T")], {"axis": None}, name="f32_S_flat")
+    case("take_along_axis", [A([3, 4], "float32", view="S"), I([5], 12, view="R")], {"axis": None}, name="f32_S_flat1d")
     case("take_along_axis", [A([3, 4], "float32"), I([3, 0], 4)], {"axis": 1}, name="f32_empty")
     each_dtype("put_along_axis", lambda d: [A([3, 4], d), I([3, 1], 4, unique=True), A([3, 1], d)], {"axis": 1})
     case("put_along_axis", [A([3, 4], "float32", view="T"), I([1, 4], 3, neg=True), A([], "float32")],
@@ -1330,8 +1333,10 @@ def gen_index():
         case(op, [A([5, 3], "float32", dom), I([0], 5), A([0, 1, 3], "float32", dom)], {"axes": [0]}, name="f32_empty")
     for d in ALL:
         case("masked_scatter", [A([3, 4], d), A([3, 4], "bool"), A([12], d)], name=TAG[d])
-    case("masked_scatter", [A([3, 4], "float32", view="T"), A([3, 4], "bool", view="S"), A([7, 2], "float32")],
+    case("masked_scatter", [A([3, 4], "float32", view="T"), A([3, 4], "bool", view="S"), A([12], "float32", view="R")],
          name="f32_views")
+    case("masked_scatter", [A([3, 4], "int32", view="B"), A([3], "bool", data=np.array([True, False, True])),
+                            A([2, 4], "int32", view="T")], name="i32_rows_views")
     case("masked_scatter", [A([3, 4], "float32"), A([3, 4], "bool", data=np.zeros((3, 4), bool)), A([2], "float32")],
          name="f32_nomask")
     case("masked_scatter", [A([0, 4], "float32"), A([0, 4], "bool"), A([3], "float32")], name="f32_empty")
@@ -1362,6 +1367,7 @@ def gen_sort():
             case(op, [A([6, 5], d, "distinct", view=v)], {"kth": 3, "axis": 0 if v in "TB" else -1},
                  name=f"{TAG[d]}_{v}", derive=dv)
         case(op, [A([12], "float32", "special")], {"kth": 5, "axis": 0}, name="f32_special", derive=dv)
+        case(op, [A([0, 5], "float32")], {"kth": 2, "axis": 1}, name="f32_empty")
         case(op, [A([67], "float32", "distinct")], {"kth": 30, "axis": 0}, name="f32_long", derive=dv)
     each_dtype("topk", lambda d: [A([3, 7], d, "distinct")], {"k": 3, "axis": -1}, derive="sorted")
     case("topk", [A([6, 5], "float32", "small")], {"k": 2, "axis": 0}, name="f32_ties_ax0", derive="sorted")
@@ -1401,6 +1407,7 @@ def gen_products():
                              A([2, 1], "float32", data=np.array([[2.0], [1.0]]))],
          {"block_size": 32, "masks": "lr"}, name="operand_masks_T", tol=8)
     case("block_masked_mm", [M(2, 6, 16), M(16, 8, v="S")], {"block_size": 64, "masks": ""}, name="nomask_S", tol=8)
+    case("block_masked_mm", [M(0, 8), M(8, 6), A([0, 1], "bool")], {"block_size": 32, "masks": "o"}, name="empty", tol=8)
     each_dtype("gather_mm", lambda d: [A([3, 2, 4], d, "small"), A([2, 4, 5], d, "small"), I([4], 3, "uint32"),
                                        I([4], 2, "uint32")], tol=4)
     case("gather_mm", [M(3, 2, 4, v="T"), M(2, 4, 5), I([2, 2], 3, "uint32"), I([2, 1], 2, "uint32")],
@@ -1450,6 +1457,9 @@ def gen_conv():
     each_dtype("conv3d", lambda d: [A([1, 4, 5, 3, 2], d, "small"), A([2, 2, 3, 2, 2], d, "small")], {}, tol=T4)
     case("conv3d", [C(1, 5, 4, 6, 4, v="T"), C(4, 3, 2, 3, 2)],
          {"stride": [2, 1, 1], "padding": [1, 0, 1], "dilation": [1, 2, 1], "groups": 2}, name="all_T", tol=T4)
+    case("conv3d", [C(1, 5, 4, 6, 2, v="T"), C(3, 3, 2, 3, 2)],
+         {"stride": [2, 1, 1], "padding": [1, 0, 1], "dilation": [1, 2, 1]}, name="strided_T", tol=T4)
+    case("conv3d", [C(0, 4, 5, 3, 2), C(2, 2, 3, 2, 2)], {}, name="empty_batch", tol=T4)
     each_dtype("conv_transpose1d", lambda d: [A([2, 5, 3], d, "small"), A([4, 3, 3], d, "small")],
                {"stride": 2, "padding": 1, "output_padding": 1}, tol=T4)
     case("conv_transpose1d", [C(2, 5, 4, v="T"), C(4, 3, 2)], {"stride": 3, "dilation": 2, "groups": 2},
@@ -1562,6 +1572,7 @@ def gen_linalg():
         case("linalg.lu", [L(s, v=v)], name=nm, tol=T)
         case("linalg.lu_factor", [L(s, v=v)], name=nm, tol=T)
         case("linalg.solve", [L(s, v=v), A(s[:-1], "float32")], name=nm + "_vec", tol=T)
+        case("linalg.solve", [L(s, v=v), A(s[:-1] + [2], "float32", view="S")], name=nm + "_mat", tol=T)
     for up in [False, True]:
         tri = np.triu(well([4, 4], 5)) if up else np.tril(well([4, 4], 5))
         case("linalg.tri_inv", [A([4, 4], "float32", data=tri)], {"upper": up}, name=f"up{int(up)}", tol=T)
@@ -1684,6 +1695,11 @@ def gen_quantized():
     case("gather_qmm", [A([2, 2, 64], "float16", "small", view="T")] + [A(s.shape, "float32" if s.dtype == "float32" else s.dtype, data=s.data) if False else s for s in w]
          + [I([2, 2], 2, "uint32"), I([2, 1], 3, "uint32")],
          {"group_size": 64, "bits": 4, "mode": "affine", "transpose": False}, name="affine_t0_T_bcast", tol=8)
+    w = qd([3, 8, 64], "float32", "affine", 64, 4, seed=12)
+    case("gather_qmm", [A([2, 1, 64], "float32", "small", view="S")] + w + [I([0], 2, "uint32"), I([0], 3, "uint32")],
+         {"group_size": 64, "bits": 4, "mode": "affine", "transpose": True}, name="affine_empty_S", tol=8)
+    case("gather_qmm", [A([2, 3, 64], "float32", "small", view="S")] + w + [I([3], 2, "uint32"), I([3], 3, "uint32")],
+         {"group_size": 64, "bits": 4, "mode": "affine", "transpose": True}, name="affine_S", tol=8)
     for mode, gs, bits in [("mxfp8", 32, 8), ("nvfp4", 16, 4)]:
         w = qd([3, 8, 64], "float32", mode, gs, bits, seed=11)
         case("kiln.gather_qmm_numpy", [A([2, 1, 64], "float32", "small")] + w + [I([4], 2, "uint32"), I([4], 3, "uint32")],
@@ -1831,7 +1847,7 @@ def gen_fast():
     case("kiln.sdpa_with_lse", [Q(1, 2, 3, 4), Q(1, 2, 5, 4), Q(1, 2, 5, 4)], {"scale": 0.5}, name="f32", tol=T)
     case("kiln.sdpa_with_lse", [Q(1, 4, 3, 4), Q(1, 2, 3, 4), Q(1, 2, 3, 4)], {"scale": 0.25, "mask": "causal"},
          name="gqa_causal", tol=T)
-    for d in ["float32", "float16", "bfloat16"]:
+    for d in ["float32", "float16", "bfloat16", "float64"]:
         case("kiln.rms_norm_vjp", [A([3, 8], d), A([8], d), A([3, 8], d)], {"eps": 1e-5}, name=TAG[d], tol=8)
         case("kiln.layer_norm_vjp", [A([3, 8], d), A([8], d), A([8], d), A([3, 8], d)], {"eps": 1e-5}, name=TAG[d],
              tol=8)
@@ -1839,6 +1855,10 @@ def gen_fast():
          {"eps": 1e-5}, name="views", tol=8)
     case("kiln.layer_norm_vjp", [A([2, 3, 8], "float32", view="T"), A([8], "float32"), A([8], "float32"),
                                  A([2, 3, 8], "float32", view="S")], {"eps": 1e-5}, name="views", tol=8)
+    case("kiln.rms_norm_vjp", [A([0, 8], "float32"), A([8], "float32"), A([0, 8], "float32")], {"eps": 1e-5},
+         name="empty", tol=8)
+    case("kiln.layer_norm_vjp", [A([0, 8], "float32"), A([8], "float32"), A([8], "float32"), A([0, 8], "float32")],
+         {"eps": 1e-5}, name="empty", tol=8)
 
 
 def gen_misc():
@@ -1857,6 +1877,8 @@ def gen_misc():
              name=TAG[d])
         case("kiln.number_of_elements", [A([2, 3, 4], "float32")], {"axes": [1], "inverted": True, "dtype": d},
              name=TAG[d] + "_inv", tol=1)
+    case("kiln.number_of_elements", [A([3, 2, 5], "float32", view="T")], {"axes": [2], "inverted": True,
+                                                                           "dtype": "float32"}, name="T")
     case("kiln.number_of_elements", [A([3, 0, 5], "float32", view="T")], {"axes": [0, 1], "inverted": False,
                                                                            "dtype": "int32"}, name="empty_T")
 

@@ -46,6 +46,20 @@ const std::map<std::string, std::string> kExcluded = {
     {"CustomKernel", "cannot run on the CPU by design (raises naming the kernel)"},
 };
 
+// Primitives that cannot receive an empty array or a strided input, and why.
+const std::map<std::string, std::string> kNoEmptyCase = {
+    {"ArgReduce", "MLX rejects argmin/argmax of any empty array (must-fail cases check kiln does too)"},
+    {"LogSumExp", "MLX rejects logsumexp of an empty array (must-fail cases check kiln does too)"},
+    {"Softmax", "softmax returns an empty input as it is, without a node (as MLX)"},
+    {"Hadamard", "MLX rejects an empty hadamard_transform (a must-fail case checks kiln does too)"},
+};
+const std::map<std::string, std::string> kNoStridedCase = {
+    {"Arange", "no array input"},
+    {"Full", "its input is the fill value, which the op broadcasts and casts first"},
+    {"AsStrided", "the op flattens its input first (as MLX), so the node reads a contiguous array"},
+    {"NumberOfElements", "reads only its input's shape"},
+};
+
 // Cases whose reference is not MLX 0.30.1's output, because MLX is wrong there or crashes; the generator
 // stored an independent reference instead (numpy, or MLX's float32 path) and marked the case with a
 // note. Every case with a note must be listed here, and every listed case must carry a note.
@@ -715,21 +729,51 @@ Arrays build_inputs(const json& c, std::vector<std::string>* problems) {
   return xs;
 }
 
-// The primitive names of the lazy graph behind `outs` (evaluated arrays end the walk).
-std::set<std::string> primitives_of(const Arrays& outs) {
+// What one primitive saw across the cases: input dtypes, an empty input or output, an evaluated
+// input that is not row-contiguous (a view the kernel reads through strides).
+struct Seen {
+  int cases = 0;
+  std::set<std::string> dtypes;
+  bool empty = false;
+  bool strided = false;
+};
+
+// Whether a node input is a non-contiguous view when the kernel reads it: an evaluated strided array,
+// or a view-making node (ExpandDims, Squeeze, Transpose, Broadcast, Slice) over one.
+bool reaches_strided(const mx::array& in) {
+  if (in.size() <= 1) return false;
+  if (!in.has_primitive()) return !in.row_contiguous();
+  static const std::set<std::string> views = {"ExpandDims", "Squeeze", "Transpose", "Broadcast", "Slice"};
+  if (!views.count(in.node()->def->name)) return false;
+  for (auto& x : in.node()->inputs) {
+    if (reaches_strided(x)) return true;
+  }
+  return false;
+}
+
+// Walk the lazy graph behind `outs` (evaluated arrays end the walk), noting each primitive once.
+void record_graph(const Arrays& outs, std::map<std::string, Seen>& seen) {
+  std::unordered_set<const mx::Node*> visited;
   std::set<std::string> names;
-  std::unordered_set<const mx::Node*> seen;
   std::vector<mx::array> stack(outs.begin(), outs.end());
   while (!stack.empty()) {
     mx::array a = stack.back();
     stack.pop_back();
     if (!a.has_primitive()) continue;
     const mx::Node* n = a.node().get();
-    if (!seen.insert(n).second) continue;
-    names.insert(n->def->name);
-    for (auto& in : n->inputs) stack.push_back(in);
+    if (!visited.insert(n).second) continue;
+    Seen& s = seen[n->def->name];
+    if (names.insert(n->def->name).second) ++s.cases;
+    for (auto& spec : n->specs) s.empty = s.empty || mx::shape_size(spec.shape) == 0;
+    for (auto& in : n->inputs) {
+      std::ostringstream d;
+      d << in.dtype();
+      s.dtypes.insert(d.str());
+      s.empty = s.empty || in.size() == 0;
+      s.strided = s.strided || reaches_strided(in);
+      stack.push_back(in);
+    }
   }
-  return names;
 }
 
 bool inexact(mx::Dtype t) { return mx::is_inexact(t); }
@@ -909,29 +953,41 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(SweepCase);
 
 TEST(SweepCoverage, EveryPrimitiveIsExercised) {
   ASSERT_FALSE(cases().empty()) << "missing " << (kDir / "manifest.json");
-  std::map<std::string, int> hits;
+  std::map<std::string, Seen> seen;
   for (auto& c : cases()) {
     auto it = ops().find(c.j["op"].get<std::string>());
     ASSERT_NE(it, ops().end()) << c.name << ": no kiln mapping for op " << c.j["op"];
     if (c.j.contains("error")) continue;
     try {
       Arrays xs = build_inputs(c.j, nullptr);
-      for (auto& n : primitives_of(it->second(xs, c.j.value("params", json::object())))) ++hits[n];
+      record_graph(it->second(xs, c.j.value("params", json::object())), seen);
     } catch (const std::exception&) {
       // A failing case is reported by its own test; it exercises nothing here.
     }
   }
-  std::vector<std::string> missing;
+  std::string missing, no_empty, no_strided;
   for (auto* def : mx::registry::all()) {
-    if (kExcluded.count(def->name)) {
-      EXPECT_EQ(hits.count(def->name), 0u) << def->name << " is excluded but a case exercises it";
+    const std::string& name = def->name;
+    if (kExcluded.count(name)) {
+      EXPECT_EQ(seen.count(name), 0u) << name << " is excluded but a case exercises it";
       continue;
     }
-    if (!hits.count(def->name)) missing.push_back(def->name);
+    auto it = seen.find(name);
+    if (it == seen.end()) {
+      missing += " " + name;
+      continue;
+    }
+    if (!it->second.empty && !kNoEmptyCase.count(name)) no_empty += " " + name;
+    if (!it->second.strided && !kNoStridedCase.count(name)) no_strided += " " + name;
+    if (std::getenv("KILN_SWEEP_VERBOSE")) {
+      std::cout << name << ": " << it->second.cases << " cases, inputs";
+      for (auto& d : it->second.dtypes) std::cout << " " << d;
+      std::cout << (it->second.empty ? ", empty" : "") << (it->second.strided ? ", strided" : "") << "\n";
+    }
   }
-  std::string list;
-  for (auto& m : missing) list += " " + m;
-  EXPECT_TRUE(missing.empty()) << "primitives no sweep case exercises:" << list;
+  EXPECT_TRUE(missing.empty()) << "primitives no sweep case exercises:" << missing;
+  EXPECT_TRUE(no_empty.empty()) << "primitives no sweep case gives an empty input or output:" << no_empty;
+  EXPECT_TRUE(no_strided.empty()) << "primitives no sweep case gives a non-contiguous input:" << no_strided;
   for (auto& [name, why] : kExcluded) EXPECT_NE(mx::registry::find(name), nullptr) << name << " (" << why << ")";
 }
 

@@ -53,7 +53,7 @@ DESCR = {"bool": "|b1", "uint8": "|u1", "uint16": "<u2", "uint32": "<u4", "uint6
 # MLX's CPU computes many float64 ops (exp, log, softmax, conv, norms, ...) with float32 accuracy, so its
 # float64 outputs are compared at about float32 precision.
 TOL = {"float16": (2e-3, 2e-3), "bfloat16": (1.6e-2, 1.6e-2), "float32": (2e-5, 2e-6),
-       "complex64": (2e-5, 2e-6), "float64": (1e-6, 1e-8)}
+       "complex64": (2e-5, 2e-6), "float64": (1e-6, 1e-6)}
 
 
 def is_int(d):
@@ -913,8 +913,11 @@ def case(op, ins, params=None, name=None, tol=1.0, exact=None, derive=None, ref=
             exact = False
     if nm in NAMES:
         raise RuntimeError("duplicate case name " + nm)
-    rng = np.random.default_rng(int(hashlib.sha1(nm.encode()).hexdigest()[:8], 16))
-    built = [make_input(s, rng) for s in ins]
+    # Values are seeded by the input's spec and position, so cases with equal specs share input files.
+    built = []
+    for k, sp in enumerate(ins):
+        key = f"{sp.shape}/{sp.dtype}/{sp.dom}/{sp.view}/{k}"
+        built.append(make_input(sp, np.random.default_rng(int(hashlib.sha1(key.encode()).hexdigest()[:8], 16))))
     xs = [b[2] for b in built]
     if os.environ.get("SWEEP_CASE") and nm != os.environ["SWEEP_CASE"]:
         return None

@@ -831,7 +831,7 @@ bool close(double g, double w, double rtol, double atol) {
 std::pair<double, double> tolerance(mx::Dtype t) {
   if (t == mx::float16) return {2e-3, 2e-3};
   if (t == mx::bfloat16) return {1.6e-2, 1.6e-2};
-  if (t == mx::float64) return {1e-6, 1e-8};
+  if (t == mx::float64) return {1e-6, 1e-6};
   return {2e-5, 2e-6};  // float32, complex64
 }
 

@@ -109,6 +109,12 @@ def gen_random():
     case("random.bits", [A([67], "uint32", data=np.arange(67) * 12345)], {"shape": [2, 67], "width": 4},
          name="long", ref="numpy") if False else None
     case("random.bits", [K(3)], {"shape": [2, 67], "width": 4}, name="long", ref="numpy")
+    keys = np.array([[1, 2], [7, 8], [0, 7]])
+    for w in [1, 2, 4]:  # a batch of keys (as vmap makes): RandomBits built directly
+        case("kiln.random_bits_keys", [A([3, 2], "uint32", data=keys)], {"shape": [3, 5], "width": w},
+             name=f"w{w}", ref="numpy")
+    case("kiln.random_bits_keys", [A([3, 2], "uint32", data=keys, view="T")], {"shape": [3, 2, 3], "width": 2},
+         name="T", ref="numpy")
     for n in [1, 2, 5]:
         case("random.split", [K(n)], {"num": n}, name=f"n{n}")
     case("random.split", [A([2], "uint32", data=np.array([7, 9]), view="S")], {"num": 3}, name="S")

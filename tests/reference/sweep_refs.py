@@ -54,6 +54,17 @@ assert (random_bits(_k, [3, 2], 4) == np.array(mx.random.split(mx.random.key(7),
 OPS["random.bits"] = lambda x, p: mx.array(random_bits(np.array(x[0]), p["shape"], p.get("width", 4)))
 
 
+def _bits_keys(x, p):
+    """A RandomBits node with a batch of keys (k, 2): the output splits evenly, each key's share being
+    what that key alone gives for the per-key shape."""
+    keys = np.array(x[0])
+    outs = [random_bits(k, [int(np.prod(p["shape"])) // len(keys)], p["width"]) for k in keys]
+    return mx.array(np.concatenate(outs).reshape(p["shape"]))
+
+
+OPS["kiln.random_bits_keys"] = _bits_keys
+
+
 # ---------------------------------------------------------------- derivations (both sides)
 
 def _derive_partition(x, p, outs, arg):

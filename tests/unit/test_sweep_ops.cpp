@@ -360,6 +360,11 @@ const std::map<std::string, OpFn>& ops() {
     t["kiln.gather_qmm_numpy"] = gqmm;
     // ---- random (input 0 is the key)
     t["random.bits"] = [](A x, P p) { return one(mx::random::bits(gshape(p, "shape"), gi(p, "width", 4), x[0])); };
+    t["kiln.random_bits_keys"] = [](A x, P p) {
+      return Arrays{mx::make_array(mx::registry::get("RandomBits"), mx::State{p["shape"].get<std::vector<int32_t>>(),
+                                                                             int32_t(gi(p, "width"))},
+                                   {x[0]})};
+    };
     t["random.split"] = [](A x, P p) { return one(mx::random::split(x[0], gi(p, "num", 2))); };
     t["random.uniform"] = [](A x, P p) { return one(mx::random::uniform(x[1], x[2], gshape(p, "shape"), gd(p), x[0])); };
     t["random.normal"] = [](A x, P p) {

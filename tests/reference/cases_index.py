@@ -38,18 +38,21 @@ def gen_index():
         case("take_along_axis", [A([3, 4], "float32"), I([2, 4], 3, d)], {"axis": 0}, name="f32_idx" + TAG[d])
     case("take_along_axis", [A([3, 4], "float32", view="T"), I([1, 5], 4, neg=True)], {"axis": -1},
          name="f32_T_neg_bcast")
-    case("take_along_axis", [A([3, 4], "float32", view="S"), I([3, 4], 12, view="T")], {"axis": None}, name="f32_S_flat")
+    case("take_along_axis", [A([3, 4], "float32", view="S"), I([3, 4], 12, view="T")], {"axis": None},
+         name="f32_S_flat")
     case("take_along_axis", [A([3, 4], "float32", view="S"), I([5], 12, view="R")], {"axis": None}, name="f32_S_flat1d")
     case("take_along_axis", [A([3, 4], "float32"), I([3, 0], 4)], {"axis": 1}, name="f32_empty")
     each_dtype("put_along_axis", lambda d: [A([3, 4], d), I([3, 1], 4, unique=True), A([3, 1], d)], {"axis": 1})
     case("put_along_axis", [A([3, 4], "float32", view="T"), I([1, 4], 3, neg=True), A([], "float32")],
          {"axis": -2}, name="f32_T_neg_scalarval")
     case("put_along_axis", [A([3, 4], "float32"), I([3, 0], 4), A([3, 0], "float32")], {"axis": 1}, name="f32_empty")
-    case("put_along_axis", [A([3, 4], "int32", view="S"), I([3, 2], 4, "uint16", unique=True), A([3, 2], "int32", view="B")],
+    case("put_along_axis", [A([3, 4], "int32", view="S"), I([3, 2], 4, "uint16", unique=True),
+                            A([3, 2], "int32", view="B")],
          {"axis": 1}, name="i32_S_u16idx")
     each_dtype("kiln.scatter_add_axis", lambda d: [A([3, 4], d), I([3, 5], 4), A([3, 5], d)], {"axis": 1},
                ref="numpy", dtypes=[d for d in ALL if d not in ("bool", "complex64")])
-    case("kiln.scatter_add_axis", [A([3, 4], "float32", view="T"), I([4, 4], 3, neg=True), A([4, 4], "float32", view="S")],
+    case("kiln.scatter_add_axis", [A([3, 4], "float32", view="T"), I([4, 4], 3, neg=True),
+                                   A([4, 4], "float32", view="S")],
          {"axis": -2}, name="f32_T_neg", ref="numpy")
     case("kiln.scatter_add_axis", [A([3, 4], "float32"), I([3, 0], 4), A([3, 0], "float32")], {"axis": 1},
          name="f32_empty", ref="numpy")

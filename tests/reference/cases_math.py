@@ -40,7 +40,8 @@ def gen_products():
                              A([2, 1], "float32", data=np.array([[2.0], [1.0]]))],
          {"block_size": 32, "masks": "lr"}, name="operand_masks_T", tol=8)
     case("block_masked_mm", [M(2, 6, 16), M(16, 8, v="S")], {"block_size": 64, "masks": ""}, name="nomask_S", tol=8)
-    case("block_masked_mm", [M(0, 8), M(8, 6), A([0, 1], "bool")], {"block_size": 32, "masks": "o"}, name="empty", tol=8)
+    case("block_masked_mm", [M(0, 8), M(8, 6), A([0, 1], "bool")], {"block_size": 32, "masks": "o"}, name="empty",
+         tol=8)
     each_dtype("gather_mm", lambda d: [A([3, 2, 4], d, "small"), A([2, 4, 5], d, "small"), I([4], 3, "uint32"),
                                        I([4], 2, "uint32")], tol=4)
     case("gather_mm", [M(3, 2, 4, v="T"), M(2, 4, 5), I([2, 2], 3, "uint32"), I([2, 1], 2, "uint32")],
@@ -186,7 +187,8 @@ def gen_linalg():
         case("linalg.svd", [L(s, v=v)], name=nm, derive="svd", tol=T)
         case("linalg.svd", [L(s, v=v)], {"compute_uv": False}, name=nm + "_novec", tol=T)
         case("linalg.pinv", [L(s, v=v)], name=nm, tol=T)
-    for nm, s, v in [("batch_T", [2, 4, 4], "T"), ("S", [3, 3], "S"), ("empty", [0, 3, 3], None), ("one", [1, 1], None)]:
+    for nm, s, v in [("batch_T", [2, 4, 4], "T"), ("S", [3, 3], "S"), ("empty", [0, 3, 3], None),
+                     ("one", [1, 1], None)]:
         case("linalg.inv", [L(s, v=v)], name=nm, tol=T)
         case("linalg.lu", [L(s, v=v)], name=nm, tol=T)
         case("linalg.lu_factor", [L(s, v=v)], name=nm, tol=T)

@@ -88,7 +88,8 @@ def main():
         f.write(",\n".join(json.dumps(c, separators=(",", ":"), allow_nan=False) for c in CASES))
         f.write("\n]}\n")
     total = sum(len(b) for b in written.values())
-    print(f"{len(CASES)} cases ({len(REJECTED)} must-fail, as MLX rejects them), {len(written)} files, {total / 1e6:.2f} MB",
+    print(f"{len(CASES)} cases ({len(REJECTED)} must-fail, as MLX rejects them), {len(written)} files, "
+          f"{total / 1e6:.2f} MB",
           file=sys.stderr)
 
 

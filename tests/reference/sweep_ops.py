@@ -177,7 +177,9 @@ def _scatter_add_axis(x, p):
         t = list(pos)
         t[ax] = idx[pos] % a.shape[ax]
         a[tuple(t)] += upd[pos]
-    return mx.array(a.astype(np.float32)).astype(x[0].dtype) if x[0].dtype == mx.bfloat16 else mx.array(a, dtype=x[0].dtype)
+    if x[0].dtype == mx.bfloat16:
+        return mx.array(a.astype(np.float32)).astype(x[0].dtype)
+    return mx.array(a, dtype=x[0].dtype)
 
 
 OPS["kiln.scatter_add_axis"] = _scatter_add_axis

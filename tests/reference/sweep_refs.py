@@ -203,7 +203,8 @@ def _f64(a):
 def _gather_mm_np(x, p):
     a, b = _f64(x[0]), _f64(x[1])
     li, ri = np.array(x[2]).astype(int), np.array(x[3]).astype(int)
-    out = np.stack([a[i] @ b[j] for i, j in zip(li.reshape(-1), ri.reshape(-1))]).reshape(li.shape + (a.shape[-2], b.shape[-1]))
+    out = np.stack([a[i] @ b[j] for i, j in zip(li.reshape(-1), ri.reshape(-1))])
+    out = out.reshape(li.shape + (a.shape[-2], b.shape[-1]))
     return _np_to(out, x[0].dtype)
 
 

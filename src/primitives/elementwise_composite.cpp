@@ -51,11 +51,18 @@ array nan_to_num(const array& a, float nan, const std::optional<float> posinf_, 
                  StreamOrDevice s) {
   Dtype t = a.dtype();
   if (!is_inexact(t)) return a;
-  float big;
+  // MLX 0.30.1 maps +-inf to 0 for float16 / bfloat16 (a limits lookup that fails for its half types);
+  // kiln uses the largest finite value, as NumPy and MLX's float32. Types without a default (float64,
+  // complex64) are accepted when both replacements are given, as in MLX.
+  float big = 0;
+  bool has_big = true;
   if (t == float32) big = std::numeric_limits<float>::max();
   else if (t == float16) big = 65504.0f;
   else if (t == bfloat16) big = 3.38953139e38f;  // (2 - 2^-7) * 2^127
-  else throw std::invalid_argument("[nan_to_num] Does not yet support given type: " + dtype_name(t) + ".");
+  else has_big = false;
+  if (!has_big && (!posinf_ || !neginf_)) {
+    throw std::invalid_argument("[nan_to_num] Does not yet support given type: " + dtype_name(t) + ".");
+  }
   float posinf = posinf_ ? *posinf_ : big;
   float neginf = neginf_ ? *neginf_ : -big;
   array out = where(isnan(a, s), array(nan, t), a, s);

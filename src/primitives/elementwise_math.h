@@ -37,10 +37,11 @@ inline F floor_f(F x) {
   F r = rint_f(x);
   return r - (r > x ? F(1) : F(0));
 }
+// The result has x's sign (ceil(-0.3) is -0, as IEEE and MLX); -0 + 1·0 would give +0.
 template <typename F>
 inline F ceil_f(F x) {
   F r = rint_f(x);
-  return r + (r < x ? F(1) : F(0));
+  return std::copysign(r + (r < x ? F(1) : F(0)), x);
 }
 
 // MLX's exp: 2^(x·log2 e) split into an integer power (built in the exponent bits) and a degree-6

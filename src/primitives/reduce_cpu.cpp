@@ -81,7 +81,14 @@ inline bool greater(const A& a, const A& b) {
 template <typename A>
 inline bool is_nan(const A& a) {
   if constexpr (std::is_floating_point_v<A>) return a != a;
+  else if constexpr (cpu::is_complex_v<A>) return a.real() != a.real();  // MLX tests the real part only
   else return false;
+}
+// The NaN a Max/Min reduction gives: a complex one is NaN+0j whatever the element (as MLX).
+template <typename A>
+inline A nan_result(const A& x) {
+  if constexpr (cpu::is_complex_v<A>) return A(std::numeric_limits<float>::quiet_NaN(), 0.0f);
+  else return x;
 }
 
 // Max/Min propagate NaN: once an operand is NaN the result stays NaN.
@@ -100,15 +107,12 @@ struct ExtremeOp {
       return IsMax ? std::numeric_limits<A>::lowest() : std::numeric_limits<A>::max();
     }
   }
-  static A step(A acc, T xv) {
-    A x = static_cast<A>(xv);
-    bool take = IsMax ? greater(x, acc) : greater(acc, x);
-    return (take || is_nan(x)) ? x : acc;
-  }
+  static A step(A acc, T xv) { return step_a(acc, static_cast<A>(xv)); }
   static A combine(A a, A b) { return step_a(a, b); }
   static A step_a(A acc, A x) {
+    if (is_nan(x)) return nan_result(x);
     bool take = IsMax ? greater(x, acc) : greater(acc, x);
-    return (take || is_nan(x)) ? x : acc;
+    return take ? x : acc;
   }
   static O finish(A a) { return static_cast<O>(a); }
   static constexpr bool kSimd = std::is_same_v<T, float> || std::is_same_v<T, double>;

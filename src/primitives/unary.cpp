@@ -4,6 +4,7 @@
 #include "primitives/elementwise_common.h"  // first: it sets the kernels' float options
 
 #include <cmath>
+#include <limits>
 
 namespace kiln {
 
@@ -158,7 +159,17 @@ void sign_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out
     } else if constexpr (std::is_unsigned_v<T>) {
       unary_run<T, T>(in[0], out[0], [](T v) { return T(v != 0); });
     } else if constexpr (is_complex_v<T>) {
-      unary_run<T, T>(in[0], out[0], [](T v) { return v == T(0) ? v : v / std::abs(v); });
+      // v / |v| as MLX computes it, a C complex division by |v| + 0i: a non-finite input gives NaN in
+      // both parts, and a zero part takes its sign from (a + b·0), so -0 + 100i gives +0 + 1i.
+      unary_run<T, T>(in[0], out[0], [](T v) {
+        if (!std::isfinite(v.real()) || !std::isfinite(v.imag())) {
+          const float nan = std::numeric_limits<float>::quiet_NaN();
+          return T(nan, nan);
+        }
+        if (v == T(0)) return v;
+        const float r = std::abs(v);
+        return T((v.real() + v.imag() * 0.0f) / r, (v.imag() - v.real() * 0.0f) / r);
+      });
     } else {
       // NaN and -0 give +0, as in MLX.
       using A = acc_t<T>;

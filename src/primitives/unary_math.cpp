@@ -121,6 +121,7 @@ struct SigmoidOp {
     if constexpr (is_complex_v<T>) {
       // As in MLX: |x| drives the value and the lexicographic sign of x picks the branch.
       float y = 1.0f / (1.0f + exp_f(std::abs(x)));
+      if (y != y) return T(y, y);  // NaN in both parts, as MLX
       return T(cgt(T(0), x) ? y : 1.0f - y, 0.0f);
     } else {
       T e = static_cast<T>(exp_f(static_cast<float>(std::fabs(x))));

@@ -45,6 +45,9 @@ inline To float_to_int(From v) {
     double d = static_cast<double>(v);
     if (!(d > -1.0 && d < 18446744073709551616.0)) {
       if (d < 0 && d > -9223372036854775808.0) return static_cast<To>(static_cast<int64_t>(d));
+      // x86 converts to uint64 as x < 2^63 ? cvt(x) : cvt(x - 2^63) ^ 2^63, so +inf and x >= 2^64 give 0
+      // (as MLX: astype(inf, uint64) is 0) and NaN, -inf and x <= -2^63 give 2^63.
+      if (sizeof(To) == 8 && d >= 18446744073709551616.0) return To(0);
       return sizeof(To) == 8 ? static_cast<To>(0x8000000000000000ull) : To(0);
     }
     if constexpr (sizeof(To) < 8) {

@@ -13,11 +13,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "conformance/golden_runner.h"
 #include "kiln/kiln.h"
 
 namespace fs = std::filesystem;
-using kiln::operator<<;
 namespace mx = kiln;
+using kiln_golden::Status;
 
 namespace {
 
@@ -29,8 +30,7 @@ struct Case {
 };
 
 std::vector<Case> load_cases() {
-  std::ifstream f(kRoot / "manifest.json");
-  nlohmann::json m = nlohmann::json::parse(f);
+  nlohmann::json m = kiln_golden::load_manifest(kRoot);
   std::vector<Case> out;
   for (auto& c : m["cases"]) out.push_back({c, c["name"].get<std::string>()});
   return out;
@@ -41,82 +41,11 @@ const std::vector<Case>& cases() {
   return c;
 }
 
-// The primitive named by a "not implemented yet" error, or empty.
-std::string unsupported_primitive(const std::string& msg) {
-  for (const char* key : {"Unable to deserialize primitive ", "has no CPU implementation"}) {
-    auto p = msg.find(key);
-    if (p == std::string::npos) continue;
-    if (std::string(key).rfind("Unable", 0) == 0) {
-      auto s = msg.substr(p + std::strlen(key));
-      return s.substr(0, s.find_first_of(" \n."));
-    }
-    auto q = msg.rfind("Primitive ", p);
-    if (q != std::string::npos) return msg.substr(q + 10, p - q - 11);
-  }
-  return "";
-}
-
-mx::array load_npy(const std::string& rel) { return mx::load((kRoot / rel).string()); }
-
-// Compare one output; returns an empty string when it matches.
-std::string compare(mx::array got, mx::array want, const nlohmann::json& c, bool abs_out) {
-  std::ostringstream why;
-  if (got.shape() != want.shape()) {
-    why << "shape " << got.shape() << " != expected " << want.shape();
-    return why.str();
-  }
-  if (got.dtype() != want.dtype()) {
-    why << "dtype " << got.dtype() << " != expected " << want.dtype();
-    return why.str();
-  }
-  if (c["exact"].get<bool>()) {
-    mx::array g = mx::contiguous(got);
-    mx::eval(g);
-    if (g.nbytes() && std::memcmp(g.raw_data(), want.raw_data(), g.nbytes()) != 0) {
-      return "not bit-exact";
-    }
-    return "";
-  }
-  if (abs_out) {
-    got = mx::abs(got);
-    want = mx::abs(want);
-  }
-  double rtol = c["rtol"].get<double>(), atol = c["atol"].get<double>();
-  if (!mx::allclose(got, want, rtol, atol, /*equal_nan=*/true).item<bool>()) {
-    auto diff = mx::max(mx::abs(mx::astype(got, mx::complex64) - mx::astype(want, mx::complex64)));
-    why << "not allclose (rtol " << rtol << ", atol " << atol << "), max abs diff "
-        << mx::astype(diff, mx::float32).item<float>();
-    return why.str();
-  }
-  return "";
-}
-
-// Run every call of a case through `fn`; returns the first mismatch or empty.
 std::string run_calls(const mx::ImportedFunction& fn, const nlohmann::json& c) {
-  std::set<int> abs_outputs;
-  for (auto& i : c["abs_outputs"]) abs_outputs.insert(i.get<int>());
-  int k = 0;
-  for (auto& call : c["calls"]) {
-    mx::Args args;
-    mx::Kwargs kwargs;
-    for (auto& a : call["args"]) args.push_back(load_npy(a["file"]));
-    for (auto& [name, v] : call["kwargs"].items()) kwargs.insert({name, load_npy(v["file"])});
-    auto outs = fn(args, kwargs);
-    auto& want = call["outputs"];
-    if (outs.size() != want.size()) {
-      return "call " + std::to_string(k) + ": " + std::to_string(outs.size()) + " outputs, expected " +
-             std::to_string(want.size());
-    }
-    mx::eval(outs);
-    for (size_t i = 0; i < outs.size(); ++i) {
-      auto w = load_npy(want[i]["file"]);
-      auto why = compare(outs[i], w, c, abs_outputs.count(static_cast<int>(i)) > 0);
-      if (!why.empty()) return "call " + std::to_string(k) + " output " + std::to_string(i) + ": " + why;
-    }
-    ++k;
-  }
-  return "";
+  return kiln_golden::run_calls(fn, c, kRoot);
 }
+
+kiln_golden::Outcome evaluate_case(const nlohmann::json& c) { return kiln_golden::evaluate_case(c, kRoot); }
 
 // Cases kiln runs but does not yet match, with the reason; they are reported as failed in the summary
 // (and skipped, not passed, in the per-case tests) so the rest of the suite keeps guarding regressions.
@@ -124,25 +53,6 @@ const std::map<std::string, std::string> kKnownFailures = {
     {"quantized_matmul_mxfp8", "MLX 0.30.1 CPU computes mxfp8 quantized_matmul with the mxfp4 decoder; kiln computes the true product"},
     {"quantized_matmul_nvfp4", "MLX 0.30.1 CPU computes nvfp4 quantized_matmul with the mxfp4 decoder; kiln computes the true product"},
 };
-
-enum class Status { Passed, Failed, Unsupported };
-struct Outcome {
-  Status status;
-  std::string reason;
-};
-
-Outcome evaluate_case(const nlohmann::json& c) {
-  const std::string file = (kRoot / c["file"].get<std::string>()).string();
-  try {
-    auto fn = mx::import_function(file);
-    auto why = run_calls(fn, c);
-    return {why.empty() ? Status::Passed : Status::Failed, why};
-  } catch (const std::exception& e) {
-    std::string prim = unsupported_primitive(e.what());
-    if (!prim.empty()) return {Status::Unsupported, prim};
-    return {Status::Failed, std::string("exception: ") + e.what()};
-  }
-}
 
 class Golden : public ::testing::TestWithParam<size_t> {};
 
@@ -170,24 +80,10 @@ TEST_P(Golden, RoundTripThroughKiln) {
   fs::create_directories(dir);
   auto f1 = (dir / (name + ".1.mlxfn")).string();
   auto f2 = (dir / (name + ".2.mlxfn")).string();
-  bool shapeless = c["shapeless"].get<bool>();
-  // One trace per distinct signature among the calls (the first calls are the exported ones).
   auto export_all = [&](const mx::ImportedFunction& fn, const std::string& path) {
-    auto ex = mx::exporter(
-        path, [&fn](const mx::Args& a, const mx::Kwargs& k) { return fn(a, k); }, shapeless);
-    for (auto& call : c["calls"]) {
-      mx::Args args;
-      mx::Kwargs kwargs;
-      for (auto& a : call["args"]) args.push_back(load_npy(a["file"]));
-      for (auto& [n, v] : call["kwargs"].items()) kwargs.insert({n, load_npy(v["file"])});
-      try {
-        ex(args, kwargs);
-      } catch (const std::invalid_argument& e) {
-        // A later call with a signature already exported (shapeless cases) is expected to be refused.
-        if (std::string(e.what()).find("twice with the same signature") == std::string::npos) throw;
-      }
-    }
-    ex.close();
+    kiln_golden::export_case(fn, c, kRoot, [&](const mx::ArgsKwargsFn& f, bool shapeless) {
+      return mx::exporter(path, f, shapeless);
+    });
   };
   export_all(original, f1);
   auto reimported = mx::import_function(f1);

@@ -1,0 +1,206 @@
+// kiln's half of the interop tests against real MLX (scripts/interop/run.sh drives both halves):
+//
+//   kiln_interop export GOLDEN_DIR OUT_DIR --version V
+//       kiln imports every golden case, re-exports it (one trace per signature, as the round-trip
+//       conformance test does) in MLX V's layout to OUT_DIR/NAME.mlxfn, and writes OUT_DIR/manifest.json
+//       (the golden cases, pointing at kiln's files and the golden inputs/outputs) for MLX to check.
+//   kiln_interop check DIR --version V [--expect FILE]
+//       kiln imports every case of DIR/manifest.json (written by MLX V, scripts/interop/gen_cases.py)
+//       and must reproduce MLX's outputs (tests/conformance/golden_runner.h judges a case).
+//
+// A case is passed, failed, or skipped with a printed reason (the manifest's "skip": what MLX could
+// not export; or an entry of the expectations file, checked against the actual error text). Exit
+// status: 0 when nothing failed, 1 otherwise.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "conformance/golden_runner.h"
+#include "kiln/kiln.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using kiln_golden::Status;
+
+namespace {
+
+struct Options {
+  std::string version;
+  std::string expect;
+};
+
+std::string one_line(std::string s) {
+  for (auto& ch : s) {
+    if (ch == '\n') ch = ' ';
+  }
+  return s;
+}
+
+// Opens kiln's exporter for the layout of MLX `version`.
+kiln::FunctionExporter open_exporter(const std::string& path, const kiln::ArgsKwargsFn& f, bool shapeless,
+                                     const std::string& version) {
+  if (version != "0.30.1") {
+    throw std::invalid_argument("[kiln_interop] kiln cannot write the MLX " + version + " layout yet");
+  }
+  return kiln::exporter(path, f, shapeless);
+}
+
+bool has_gpu_stream(const kiln::FileInfo& info) {
+  for (auto& f : info.functions) {
+    for (auto& [s, n] : f.streams) {
+      if (s.device_type != 0) return true;
+    }
+  }
+  return false;
+}
+
+int cmd_export(const fs::path& golden, const fs::path& out, const Options& o) {
+  json m = kiln_golden::load_manifest(golden);
+  fs::create_directories(out);
+  json cases = json::array();
+  int written = 0, skipped = 0, failed = 0;
+  for (auto c : m["cases"]) {
+    const std::string name = c["name"];
+    // Inputs and expected outputs stay in the golden folder: absolute paths in the new manifest.
+    for (auto& call : c["calls"]) {
+      for (auto& a : call["args"]) a["file"] = (golden / a["file"].get<std::string>()).string();
+      for (auto& [k, v] : call["kwargs"].items()) v["file"] = (golden / v["file"].get<std::string>()).string();
+      for (auto& w : call["outputs"]) w["file"] = (golden / w["file"].get<std::string>()).string();
+    }
+    // Only a case kiln itself runs is written (the conformance tests report the others).
+    auto r = kiln_golden::evaluate_case(c, golden);
+    const std::string file = name + ".mlxfn";
+    if (r.status != Status::Passed) {
+      c["skip"] = "kiln does not run this golden case (" +
+                  std::string(r.status == Status::Unsupported ? "unsupported primitive " : "") + r.reason +
+                  "), so it has no file of kiln's to check";
+      ++skipped;
+    } else {
+      try {
+        auto fn = kiln::import_function((golden / c["file"].get<std::string>()).string());
+        const std::string path = (out / file).string();
+        kiln_golden::export_case(fn, c, golden, [&](const kiln::ArgsKwargsFn& f, bool shapeless) {
+          return open_exporter(path, f, shapeless, o.version);
+        });
+        c["gpu_streams"] = has_gpu_stream(kiln::import_function(path).info());
+        ++written;
+      } catch (const std::exception& e) {
+        c["error"] = std::string("kiln could not write the file: ") + one_line(e.what());
+        std::cout << "  FAILED   " << name << ": " << c["error"].get<std::string>() << "\n";
+        ++failed;
+      }
+    }
+    c["file"] = file;
+    cases.push_back(c);
+  }
+  std::ofstream(out / "manifest.json") << json{{"producer", "kiln (MLX " + o.version + " layout)"}, {"cases", cases}}.dump(1);
+  std::cout << "kiln wrote " << written << " of " << cases.size() << " golden cases in the MLX " << o.version
+            << " layout (" << skipped << " it does not run, " << failed << " failed)\n";
+  return failed ? 1 : 0;
+}
+
+// Entries of the expectations file for this side and version: case name -> entry.
+std::map<std::string, json> expectations(const std::string& file, const std::string& side,
+                                         const std::string& version) {
+  std::map<std::string, json> out;
+  if (file.empty()) return out;
+  std::ifstream f(file);
+  if (!f) throw std::runtime_error("cannot open " + file);
+  json j = json::parse(f);
+  for (auto& e : j["entries"]) {
+    if (e["side"] != side) continue;
+    bool applies = false;
+    for (auto& v : e["versions"]) applies |= v == version || v == "*";
+    if (!applies) continue;
+    for (auto& n : e["cases"]) out[n.get<std::string>()] = e;
+  }
+  return out;
+}
+
+int cmd_check(const fs::path& dir, const Options& o) {
+  json m = kiln_golden::load_manifest(dir);
+  auto expect = expectations(o.expect, "mlx_to_kiln", o.version);
+  int passed = 0, failed = 0, skipped = 0, known = 0;
+  std::ostringstream lines;
+  for (auto& c : m["cases"]) {
+    const std::string name = c["name"];
+    std::string kind, text;
+    if (c.contains("skip")) {
+      kind = "skipped";
+      text = c["skip"];
+    } else if (c.contains("error")) {
+      kind = "failed";
+      text = c["error"];
+    } else {
+      auto r = kiln_golden::evaluate_case(c, dir);
+      std::string why = r.status == Status::Unsupported ? "unsupported primitive " + r.reason : r.reason;
+      auto e = expect.find(name);
+      if (e == expect.end()) {
+        kind = r.status == Status::Passed ? "passed" : "failed";
+        text = why;
+      } else if (r.status == Status::Passed) {
+        kind = "failed";
+        text = "listed as '" + e->second["kind"].get<std::string>() + "' (" + e->second["reason"].get<std::string>() +
+               ") but kiln now passes: update the expectations";
+      } else if (why.find(e->second.value("error", "")) != std::string::npos) {
+        kind = e->second["kind"] == "known" ? "known" : "skipped";
+        text = e->second["reason"].get<std::string>() + "; kiln says: " + one_line(why);
+      } else {
+        kind = "failed";
+        text = one_line(why) + " (expected " + e->second["kind"].get<std::string>() + ": " +
+               e->second["reason"].get<std::string>() + ")";
+      }
+    }
+    if (kind == "passed") ++passed;
+    if (kind == "failed") ++failed;
+    if (kind == "skipped") ++skipped;
+    if (kind == "known") ++known;
+    if (kind != "passed") {
+      std::string k = kind;
+      for (auto& ch : k) ch = static_cast<char>(std::toupper(ch));
+      lines << "  " << k << std::string(9 - k.size(), ' ') << name << ": " << one_line(text) << "\n";
+    }
+  }
+  std::cout << "mlx_to_kiln (files by " << m.value("producer", std::string("?")) << "): " << passed << " passed, "
+            << failed << " failed, " << skipped << " skipped, " << known << " known differences (of "
+            << m["cases"].size() << " cases)\n"
+            << lines.str();
+  if (passed == 0) {
+    std::cout << "no case passed\n";
+    return 1;
+  }
+  return failed ? 1 : 0;
+}
+
+const char* kUsage =
+    "usage: kiln_interop export GOLDEN_DIR OUT_DIR --version V\n"
+    "       kiln_interop check DIR --version V [--expect FILE]\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> a(argv + 1, argv + argc);
+  Options o;
+  std::vector<std::string> pos;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] == "--version" && i + 1 < a.size()) {
+      o.version = a[++i];
+    } else if (a[i] == "--expect" && i + 1 < a.size()) {
+      o.expect = a[++i];
+    } else {
+      pos.push_back(a[i]);
+    }
+  }
+  try {
+    if (pos.size() == 3 && pos[0] == "export" && !o.version.empty()) return cmd_export(pos[1], pos[2], o);
+    if (pos.size() == 2 && pos[0] == "check" && !o.version.empty()) return cmd_check(pos[1], o);
+  } catch (const std::exception& e) {
+    std::cerr << "kiln_interop: " << e.what() << "\n";
+    return 1;
+  }
+  std::cerr << kUsage;
+  return 2;
+}

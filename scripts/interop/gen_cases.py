@@ -512,6 +512,78 @@ def _():
     return (lambda x: (x * 3,)), [((rnd(91, 3),), {})], [], "kiln interop: metadata string ✓"
 
 
+@case("gather_qmm_block_masked", "matmul", rtol=1e-3, atol=1e-3)
+def _():
+    mx = _mx()
+    wq, sc, bi = mx.quantize(rnd(97, 3, 16, 64), group_size=32, bits=4)
+    mx.eval(wq, sc, bi)
+
+    def f(x, li, ri, a, b, mask):
+        return (mx.gather_qmm(x, wq, sc, bi, li, ri, transpose=True, group_size=32, bits=4),
+                mx.block_masked_mm(a, b, block_size=32, mask_out=mask))
+
+    return f, [((rnd(98, 2, 1, 64), mx.array([0, 0]), mx.array([2, 1]), rnd(99, 64, 64), rnd(100, 64, 32),
+                 mx.array([[True], [False]])), {})], []
+
+
+@case("masked_scatter_dynamic", "index", exact=True)
+def _():
+    mx = _mx()
+
+    def f(x, m, v, i):
+        y = x + 0
+        y[m] = v[: 6]
+        return (y, mx.slice(x, i, (0,), (2, 3)), mx.slice_update(x, v[:3].reshape(1, 3) * 0, i, axes=(0,)))
+
+    m = mx.array([[True, False, True], [False, True, True], [True, True, False], [False, False, False]])
+    return f, [((rnd(101, 4, 3), m, rnd(102, 12), mx.array([1])), {})], []
+
+
+@case("dtypes_wide", "elementwise", exact=True)
+def _():
+    mx = _mx()
+
+    def f(d, u, b, i8):
+        return (d * 2 + 1, mx.sqrt(mx.abs(d)), u + u, u.astype(mx.float32), ~b, b | (u > 3),
+                i8.astype(mx.int64) * 1000, mx.abs(i8), d.astype(mx.bfloat16))
+
+    return f, [((rnd(103, 5, dtype="float64"), ints(104, 5, hi=200, dtype="uint8"), ints(105, 5, hi=2, dtype="bool_"),
+                 ints(106, 5, lo=-100, hi=100, dtype="int8")), {})], []
+
+
+@case("meshgrid_arange_shapes", "shape", exact=True)
+def _():
+    mx = _mx()
+
+    def f(x, y):
+        gx, gy = mx.meshgrid(x, y, indexing="ij")
+        return (gx + gy, mx.arange(1, 10, 3), mx.full((2, 3), 7, dtype=mx.int32), mx.zeros_like(x), mx.diag(gx),
+                mx.swapaxes(mx.atleast_3d(x), 0, 2), mx.squeeze(mx.expand_dims(y, (0, 2)), 0))
+
+    return f, [((rnd(107, 4), rnd(108, 3)), {})], []
+
+
+@case("transformer_block", "models", rtol=1e-4, atol=1e-4)
+def _():
+    mx = _mx()
+    d, h = 32, 4
+    wq, wk, wv, wo, w1, w2 = (rnd(110 + i, d, d) * 0.2 for i in range(6))
+    g = rnd(120, d) + 1
+    mx.eval(wq, wk, wv, wo, w1, w2, g)
+
+    def f(x):
+        b, t, _ = x.shape
+        y = mx.fast.rms_norm(x, g, 1e-5)
+        q, k, v = (mx.transpose((y @ w).reshape(b, t, h, d // h), (0, 2, 1, 3)) for w in (wq, wk, wv))
+        q = mx.fast.rope(q, d // h, traditional=False, base=10000.0, scale=1.0, offset=0)
+        k = mx.fast.rope(k, d // h, traditional=False, base=10000.0, scale=1.0, offset=0)
+        a = mx.fast.scaled_dot_product_attention(q, k, v, scale=(d // h) ** -0.5, mask="causal")
+        x = x + mx.transpose(a, (0, 2, 1, 3)).reshape(b, t, d) @ wo
+        return (x + mx.maximum(mx.fast.layer_norm(x, g, None, 1e-5) @ w1, 0) @ w2,)
+
+    return f, [((rnd(121, 2, 5, d),), {})], []
+
+
 @case("mlp_model", "models", rtol=1e-4, atol=1e-5)
 def _():
     mx = _mx()
@@ -556,7 +628,7 @@ def generate(outdir, spec):
     try:
         built = spec["builder"]()
     except Exception as e:  # noqa: BLE001 - a bug in this script (or an API change): kiln's runner fails it
-        entry["generator_error"] = "building the case failed: %s: %s" % (type(e).__name__, e)
+        entry["error"] = "building the case failed: %s: %s" % (type(e).__name__, e)
         return entry
     fn, traces, extra = built[0], built[1], built[2]
     metadata = built[3] if len(built) > 3 else None
@@ -643,10 +715,11 @@ def main():
     with open(os.path.join(outdir, "manifest.json"), "w") as f:
         json.dump({"producer": "mlx %s" % mx.__version__, "cases": cases}, f, indent=1, sort_keys=True)
     skipped = [c for c in cases if c.get("skip")]
-    print("generated %d cases with MLX %s (%d that MLX itself cannot export or run)" % (
-        len(cases), mx.__version__, len(skipped)))
-    for c in skipped:
-        print("  %s: %s" % (c["name"], c["skip"]))
+    errors = [c for c in cases if c.get("error")]
+    print("generated %d cases with MLX %s (%d that MLX itself cannot export or run, %d generator errors)" % (
+        len(cases), mx.__version__, len(skipped), len(errors)))
+    for c in skipped + errors:
+        print("  %s: %s" % (c["name"], c.get("skip") or c.get("error")))
     return 0
 
 

@@ -28,7 +28,8 @@ const char* kMainHelp =
     "\n"
     "commands:\n"
     "  run       call a function with .npy inputs and write its outputs as .npy files\n"
-    "  inspect   show a file's format version, signatures, tape, primitives, streams and constants\n"
+    "  inspect   show a file's format version, metadata, signatures, tape, primitives, streams and constants\n"
+    "  convert   rewrite a file in another MLX release's layout (e.g. so MLX 0.32.1 can load a 0.31 file)\n"
     "  bench     time importing a file and calling its function\n"
     "  version   print kiln's version\n"
     "\n"
@@ -45,7 +46,8 @@ const char* kRunHelp =
 const char* kInspectHelp =
     "usage: kiln inspect FILE [--json] [--tape]\n"
     "\n"
-    "Print the format version, the shapeless flag, each function's signature (inputs, keyword names,\n"
+    "Print the format version (the MLX version in the header and the layout kiln read it with), the\n"
+    "metadata string (files from MLX 0.32.1 on), the shapeless flag, each function's signature (inputs, keyword names,\n"
     "outputs), tape length, primitive histogram, streams, and the number and bytes of constants.\n"
     "  --json   machine-readable output\n"
     "  --tape   also list every tape entry with its state\n";
@@ -56,6 +58,20 @@ const char* kBenchHelp =
     "Time importing FILE and calling it (evaluated) on the given inputs. Prints two lines:\n"
     "  import_us <microseconds to import the file>\n"
     "  median_us <median microseconds of one evaluated call over N iterations (default 20)>\n";
+
+const char* kConvertHelp =
+    "usage: kiln convert IN OUT [--to VERSION] [--metadata TEXT]\n"
+    "\n"
+    "Rewrite the .mlxfn file IN for another MLX release and write it to OUT. MLX's files change layout\n"
+    "between releases and MLX never checks the version it reads, so a file must be written in the\n"
+    "layout of the MLX that loads it. kiln reads IN in the layout of the MLX version its header names.\n"
+    "  --to VERSION     the MLX release to write for (default 0.30.1); one of:\n"
+    "                   VERSIONS\n"
+    "  --metadata TEXT  the header metadata string (layouts from 0.32.1 only); by default IN's metadata is\n"
+    "                   kept, and converting a file with metadata to an older layout needs --metadata ''\n"
+    "Refuses, naming the primitive, when VERSION cannot express a node of IN (for example a primitive\n"
+    "that release cannot serialize, or a state value its layout has no field for). OUT is written\n"
+    "completely or not at all.\n";
 
 bool wants_help(const std::vector<std::string>& a) {
   return std::find(a.begin(), a.end(), "--help") != a.end() || std::find(a.begin(), a.end(), "-h") != a.end();
@@ -170,6 +186,7 @@ int cmd_inspect(const std::vector<std::string>& a) {
     j["file"] = c.file;
     j["version"] = info.version;
     j["format"] = info.format;
+    j["metadata"] = info.metadata;
     j["shapeless"] = info.shapeless;
     j["file_bytes"] = info.file_bytes;
     j["constants"] = info.constants;
@@ -221,6 +238,9 @@ int cmd_inspect(const std::vector<std::string>& a) {
   }
   std::cout << "file:       " << c.file << " (" << info.file_bytes << " bytes)\n";
   std::cout << "version:    " << info.version << " (read as the " << info.format << " layout)\n";
+  // Metadata is arbitrary bytes: show it as a quoted JSON string so control characters stay on one line.
+  std::cout << "metadata:   " << nlohmann::json(info.metadata).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+            << "\n";
   std::cout << "shapeless:  " << (info.shapeless ? "yes" : "no") << "\n";
   std::cout << "functions:  " << info.functions.size() << "\n";
   std::cout << "constants:  " << info.constants << " (" << info.constant_bytes << " bytes)\n";
@@ -256,6 +276,46 @@ int cmd_inspect(const std::vector<std::string>& a) {
       }
     }
   }
+  return 0;
+}
+
+int cmd_convert(const std::vector<std::string>& a) {
+  if (wants_help(a)) {
+    std::string help = kConvertHelp, list;
+    for (auto& v : kiln::format::supported_versions()) list += (list.empty() ? "" : " ") + v;
+    help.replace(help.find("VERSIONS"), 8, list);
+    std::cout << help;
+    return 0;
+  }
+  std::vector<std::string> files;
+  kiln::ConvertOptions opt;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const std::string& s = a[i];
+    if (s == "--to" || s == "--metadata") {
+      if (i + 1 >= a.size()) throw UsageError(s + " expects a value");
+      if (s == "--to") {
+        opt.version = a[++i];
+      } else {
+        opt.metadata = a[++i];
+      }
+    } else if (s.rfind("--to=", 0) == 0) {
+      opt.version = s.substr(5);
+    } else if (s.rfind("--metadata=", 0) == 0) {
+      opt.metadata = s.substr(11);
+    } else if (!s.empty() && s[0] == '-') {
+      throw UsageError("unknown option '" + s + "' for 'kiln convert' (see kiln convert --help)");
+    } else {
+      files.push_back(s);
+    }
+  }
+  if (files.size() != 2) {
+    throw UsageError(files.size() < 2 ? "expects IN and OUT files (see kiln convert --help)"
+                                      : "unexpected argument '" + files[2] + "' (only IN and OUT are taken)");
+  }
+  kiln::convert_file(files[0], files[1], opt);
+  auto info = kiln::import_function(files[1]).info();
+  std::cout << files[1] << ": MLX " << info.version << " layout, " << info.functions.size() << " function"
+            << (info.functions.size() == 1 ? "" : "s") << ", " << info.file_bytes << " bytes\n";
   return 0;
 }
 
@@ -316,14 +376,17 @@ int main(int argc, char** argv) {
     return 0;
   }
   const std::map<std::string, std::function<int(const std::vector<std::string>&)>> commands = {
-      {"run", cmd_run}, {"inspect", cmd_inspect}, {"bench", cmd_bench}};
+      {"run", cmd_run}, {"inspect", cmd_inspect}, {"convert", cmd_convert}, {"bench", cmd_bench}};
   if (cmd == "version" || cmd == "--version") {
-    std::cout << "kiln 0.1.0 (reads and writes the MLX 0.30.1 .mlxfn layout)\n";
+    auto v = kiln::format::supported_versions();
+    std::cout << "kiln 0.1.0 (reads and writes the .mlxfn layouts of MLX " << v.front() << " to " << v.back()
+              << "; writes 0.30.1 by default)\n";
     return 0;
   }
   auto it = commands.find(cmd);
   if (it == commands.end()) {
-    std::cerr << "kiln: unknown command '" << cmd << "' (expected run, inspect, bench or version; see kiln --help)\n";
+    std::cerr << "kiln: unknown command '" << cmd
+              << "' (expected run, inspect, convert, bench or version; see kiln --help)\n";
     return 2;
   }
   try {

@@ -69,22 +69,63 @@ struct FunctionExporter {
   std::shared_ptr<detail::ExporterImpl> impl_;
 };
 
-FunctionExporter exporter(const std::string& file, const ArgsFn& fun, bool shapeless = false);
-FunctionExporter exporter(const std::string& file, const KwargsFn& fun, bool shapeless = false);
-FunctionExporter exporter(const std::string& file, const ArgsKwargsFn& fun, bool shapeless = false);
+// Which MLX release's layout to write, and the header metadata (kiln extension; MLX's files change
+// layout between releases, spec section 5). `version` is a release from kiln::format::supported_versions()
+// (or one between two of them); `metadata` needs a layout that has it (0.32.1 and later). Writing
+// refuses, naming the primitive and the version, when the layout cannot express a node of the trace.
+struct ExportOptions {
+  std::string version = "0.30.1";
+  std::string metadata;
+  bool shapeless = false;
+};
+
+// The file forms take MLX 0.32.1's `metadata` argument too: a non-empty one selects the 0.32.1 layout
+// (the first with a metadata field, as MLX 0.32.1 writes it); an empty one keeps the default 0.30.1.
+FunctionExporter exporter(const std::string& file, const ArgsFn& fun, bool shapeless = false,
+                          const std::string& metadata = "");
+FunctionExporter exporter(const std::string& file, const KwargsFn& fun, bool shapeless = false,
+                          const std::string& metadata = "");
+FunctionExporter exporter(const std::string& file, const ArgsKwargsFn& fun, bool shapeless = false,
+                          const std::string& metadata = "");
+FunctionExporter exporter(const std::string& file, const ArgsFn& fun, const ExportOptions& options);
+FunctionExporter exporter(const std::string& file, const KwargsFn& fun, const ExportOptions& options);
+FunctionExporter exporter(const std::string& file, const ArgsKwargsFn& fun, const ExportOptions& options);
 FunctionExporter exporter(const ExportCallback& callback, const ArgsFn& fun, bool shapeless = false);
 FunctionExporter exporter(const ExportCallback& callback, const KwargsFn& fun, bool shapeless = false);
 FunctionExporter exporter(const ExportCallback& callback, const ArgsKwargsFn& fun, bool shapeless = false);
 
-void export_function(const std::string& file, const ArgsFn& fun, const Args& args, bool shapeless = false);
-void export_function(const std::string& file, const KwargsFn& fun, const Kwargs& kwargs, bool shapeless = false);
+void export_function(const std::string& file, const ArgsFn& fun, const Args& args, bool shapeless = false,
+                     const std::string& metadata = "");
+void export_function(const std::string& file, const KwargsFn& fun, const Kwargs& kwargs, bool shapeless = false,
+                     const std::string& metadata = "");
 void export_function(const std::string& file, const ArgsKwargsFn& fun, const Args& args, const Kwargs& kwargs,
-                     bool shapeless = false);
+                     bool shapeless = false, const std::string& metadata = "");
+void export_function(const std::string& file, const ArgsFn& fun, const Args& args, const ExportOptions& options);
+void export_function(const std::string& file, const KwargsFn& fun, const Kwargs& kwargs,
+                     const ExportOptions& options);
+void export_function(const std::string& file, const ArgsKwargsFn& fun, const Args& args, const Kwargs& kwargs,
+                     const ExportOptions& options);
 void export_function(const ExportCallback& callback, const ArgsFn& fun, const Args& args, bool shapeless = false);
 void export_function(const ExportCallback& callback, const KwargsFn& fun, const Kwargs& kwargs,
                      bool shapeless = false);
 void export_function(const ExportCallback& callback, const ArgsKwargsFn& fun, const Args& args,
                      const Kwargs& kwargs, bool shapeless = false);
+
+// Rewrite an .mlxfn file (from any MLX version kiln reads) in another release's layout, e.g. so that
+// MLX 0.32.1 can load a file written by 0.31. `metadata`: unset keeps the input's metadata (refused
+// when the target layout has none and the input's is not empty); set, it replaces it. Refuses with
+// "[convert] <primitive> ... cannot be written for MLX <version>: ..." when the target cannot express
+// a node. The output appears complete or not at all (written to a temporary file, then renamed).
+struct ConvertOptions {
+  std::string version = "0.30.1";
+  std::optional<std::string> metadata;
+};
+void convert_file(const std::string& in, const std::string& out, const ConvertOptions& options = {});
+
+namespace format {
+// The MLX releases whose layouts kiln reads and writes ("0.22.0", ..., "0.32.1"), oldest first.
+std::vector<std::string> supported_versions();
+}  // namespace format
 
 // ---- The parsed function table (what `kiln inspect` prints) ----
 
@@ -133,6 +174,7 @@ struct FileInfo {
   std::string version;        // header string as written (e.g. "0.30.1")
   std::string format;         // the layout kiln used to decode it (e.g. "0.30.1")
   bool shapeless = false;
+  std::string metadata;       // the header's metadata string (layouts from MLX 0.32.1; else empty)
   uint64_t file_bytes = 0;
   std::vector<FunctionInfo> functions;  // in file order
   size_t constants = 0;                 // distinct constants in the file
@@ -148,6 +190,9 @@ struct ImportedFunction {
 
   // The parsed structure of the file (kiln extension).
   const FileInfo& info() const;
+  // The metadata saved with the function (MLX 0.32.1's ImportedFunction::metadata()); empty for
+  // layouts without it.
+  const std::string& metadata() const;
 
   explicit ImportedFunction(std::shared_ptr<detail::FunctionTable> table);
 

@@ -25,21 +25,33 @@ Shape read_shape(ByteReader& r, const char* what) {
   return s;
 }
 
-void write_dtype(ByteWriter& w, Dtype t) {
-  w.i32(t.code());
+void write_dtype(ByteWriter& w, Dtype t, const FormatVersion& v) {
+  int32_t code = dtype_code(t, v);
+  if (code < 0) {
+    throw std::invalid_argument("[export_function] " + std::string(dtype_name(t)) + " cannot be written for MLX " +
+                                v.str() + ": that layout has no code for it.");
+  }
+  w.i32(code);
   w.u8(t.size);
 }
 
-Dtype read_dtype(ByteReader& r, const char* what) {
+Dtype read_dtype(ByteReader& r, const char* what, const FormatVersion& v, bool mlx_rules) {
   uint64_t at = r.pos();
   int32_t code = r.i32(what);
   uint8_t size = r.u8(what);
-  if (code < 0 || code >= Dtype::num_types) {
+  auto known = dtype_of_code(code, v);
+  if (!known) {
     std::ostringstream os;
-    os << "Invalid " << what << " at offset " << at << ": expected a dtype code in 0..13 but found " << code << ".";
+    os << "Invalid " << what << " at offset " << at << ": expected a dtype code in 0.."
+       << (v < FormatVersion{0, 23, 0} ? 12 : 13) << " but found " << code << ".";
     r.fail(os.str());
   }
-  Dtype t = dtype_from_code(code);
+  Dtype t = *known;
+  if (t.size != size && !mlx_rules && (code == 11 || code == 12)) {
+    // Codes 11 and 12 changed meaning in 0.23.0; (11, 2) and (12, 8) occur only in older files.
+    FormatVersion other = v < FormatVersion{0, 23, 0} ? kDefaultVersion : FormatVersion{0, 22, 0};
+    if (auto alt = dtype_of_code(code, other); alt && alt->size == size) t = *alt;
+  }
   if (t.size != size) {
     std::ostringstream os;
     os << "Invalid " << what << " at offset " << at << ": dtype " << dtype_name(t) << " has item size "
@@ -98,7 +110,7 @@ const T& want(const Value& v, const Field& f, const std::string& prim) {
 
 }  // namespace
 
-void write_field(ByteWriter& w, const Field& f, const Value& v, const std::string& prim) {
+void write_field(ByteWriter& w, const Field& f, const Value& v, const std::string& prim, const FormatVersion& ver) {
   switch (f.type) {
     case FieldType::Placeholder: return;
     case FieldType::Bool: w.boolean(want<bool>(v, f, prim)); return;
@@ -106,7 +118,7 @@ void write_field(ByteWriter& w, const Field& f, const Value& v, const std::strin
     case FieldType::Size: w.u64(want<uint64_t>(v, f, prim)); return;
     case FieldType::Float: w.f32(want<float>(v, f, prim)); return;
     case FieldType::Double: w.f64(want<double>(v, f, prim)); return;
-    case FieldType::DtypeF: write_dtype(w, want<Dtype>(v, f, prim)); return;
+    case FieldType::DtypeF: write_dtype(w, want<Dtype>(v, f, prim), ver); return;
     case FieldType::String: w.str(want<std::string>(v, f, prim)); return;
     case FieldType::IntVec:
     case FieldType::ShapeF: {
@@ -165,7 +177,7 @@ void write_field(ByteWriter& w, const Field& f, const Value& v, const std::strin
   bad_type(f, prim);
 }
 
-Value read_field(ByteReader& r, const Field& f, const std::string& prim) {
+Value read_field(ByteReader& r, const Field& f, const std::string& prim, const FormatVersion& ver, bool mlx_rules) {
   std::string what_s = "field '" + std::string(f.name) + "' of " + prim;
   const char* what = what_s.c_str();
   switch (f.type) {
@@ -175,7 +187,7 @@ Value read_field(ByteReader& r, const Field& f, const std::string& prim) {
     case FieldType::Size: return r.u64(what);
     case FieldType::Float: return r.f32(what);
     case FieldType::Double: return r.f64(what);
-    case FieldType::DtypeF: return read_dtype(r, what);
+    case FieldType::DtypeF: return read_dtype(r, what, ver, mlx_rules);
     case FieldType::String: return r.str(what);
     case FieldType::IntVec:
     case FieldType::ShapeF: {
@@ -197,7 +209,13 @@ Value read_field(ByteReader& r, const Field& f, const std::string& prim) {
       return x;
     }
     case FieldType::OptFloat: {
-      // Read correctly (MLX 0.30.1's reader re-reads the flag here; spec 5.1 B2).
+      // Read correctly, unless reproducing MLX 0.30.0 - 0.31.0, whose reader re-reads the presence
+      // flag in place of the value until it finds a false one (spec 5.1 B2).
+      if (mlx_rules && ver >= FormatVersion{0, 30, 0} && ver < FormatVersion{0, 31, 1}) {
+        while (r.u8(what) != 0) {
+        }
+        return std::optional<float>{};
+      }
       if (!r.boolean(what)) return std::optional<float>{};
       return std::optional<float>{r.f32(what)};
     }
@@ -244,15 +262,19 @@ void write_state(ByteWriter& w, const PrimitiveDef& def, const State& s, const F
     throw std::logic_error("[export_function] " + def.name + " has " + std::to_string(values.size()) +
                            " state values but its schema has " + std::to_string(fields.size()) + " fields.");
   }
-  for (size_t i = 0; i < fields.size(); ++i) write_field(w, fields[i], values[i], def.name);
+  for (size_t i = 0; i < fields.size(); ++i) write_field(w, fields[i], values[i], def.name, v);
 }
 
-State read_state(ByteReader& r, const PrimitiveDef& def, const FormatVersion& v) {
+std::vector<Value> read_disk_state(ByteReader& r, const PrimitiveDef& def, const FormatVersion& v, bool mlx_rules) {
   const auto& fields = disk_fields(def, v);
   std::vector<Value> values;
   values.reserve(fields.size());
-  for (auto& f : fields) values.push_back(read_field(r, f, def.name));
-  return to_schema(def, v, std::move(values));
+  for (auto& f : fields) values.push_back(read_field(r, f, def.name, v, mlx_rules));
+  return values;
+}
+
+State read_state(ByteReader& r, const PrimitiveDef& def, const FormatVersion& v) {
+  return to_schema(def, v, read_disk_state(r, def, v), {}, {});
 }
 
 namespace {

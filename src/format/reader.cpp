@@ -30,8 +30,9 @@ std::string specs_text(const std::vector<ArraySpec>& v) {
 class RecordParser {
  public:
   RecordParser(ByteReader& r, ParsedFile& file, std::unordered_map<uint64_t, array>& constants,
-               const ConstantFactory& make_constant, size_t index)
-      : r_(r), file_(file), constants_(constants), make_constant_(make_constant), index_(index) {}
+               const ConstantFactory& make_constant, size_t index, bool mlx_rules)
+      : r_(r), file_(file), constants_(constants), make_constant_(make_constant), index_(index),
+        mlx_rules_(mlx_rules) {}
 
   Record parse() {
     Record rec;
@@ -56,7 +57,7 @@ class RecordParser {
     for (uint64_t i = 0; i < n; ++i) {
       ArraySpec s;
       s.shape = read_shape(r_, "an input shape");
-      s.dtype = read_dtype(r_, "an input dtype");
+      s.dtype = read_dtype(r_, "an input dtype", file_.layout, mlx_rules_);
       check_size(s.shape, "input shape");
       rec.inputs.push_back(s);
       if (!defined_.emplace(rec.input_ids[i], s).second) {
@@ -68,7 +69,10 @@ class RecordParser {
     rec.tape.reserve(tape_len);
     for (uint64_t k = 0; k < tape_len; ++k) {
       entry_ = k;
-      rec.tape.push_back(parse_entry(rec));
+      Entry e = parse_entry(rec);
+      for (auto& x : expanded_) rec.tape.push_back(std::move(x));
+      expanded_.clear();
+      rec.tape.push_back(std::move(e));
     }
     entry_ = -1;
     for (auto id : rec.output_ids) {
@@ -135,7 +139,7 @@ class RecordParser {
     if (it == constants_.end()) {
       ArraySpec s;
       s.shape = read_shape(r_, "a constant's shape");
-      s.dtype = read_dtype(r_, "a constant's dtype");
+      s.dtype = read_dtype(r_, "a constant's dtype", file_.layout, mlx_rules_);
       check_size(s.shape, "constant shape");
       uint64_t elems = 1;
       for (auto d : s.shape) elems *= static_cast<uint64_t>(d);
@@ -172,12 +176,17 @@ class RecordParser {
     }
     e.stream = read_stream(r_, "a node's stream");
     std::string name = r_.str("a primitive name");
-    const PrimitiveDef* def = registry::find(name);
+    const PrimitiveDef* def = find_disk_name(name, file_.layout);
     if (!def || (def->flags & kNotSerializable)) {
-      throw std::invalid_argument("[import_function] Unable to deserialize primitive " + clip(name));
+      std::string msg = "[import_function] Unable to deserialize primitive " + clip(name);
+      // A kiln primitive that the file's MLX version could not serialize (or knew by another name).
+      if (auto* known = registry::find(name); known && !(known->flags & kNotSerializable)) {
+        msg += " (not in the table of MLX " + file_.layout.str() + " files)";
+      }
+      throw std::invalid_argument(msg);
     }
     e.def = def;
-    e.state = read_state(r_, *def, file_.layout);
+    std::vector<Value> disk_state = read_disk_state(r_, *def, file_.layout, mlx_rules_);
     int n_in = static_cast<int>(std::min<size_t>(e.inputs.size(), 1u << 30));
     if (n_in < def->min_inputs || (def->max_inputs >= 0 && n_in > def->max_inputs)) {
       std::string want = def->max_inputs < 0 ? "at least " + std::to_string(def->min_inputs)
@@ -190,7 +199,7 @@ class RecordParser {
     if (n_sib == 0) {
       ArraySpec s;
       s.shape = read_shape(r_, "an output shape");
-      s.dtype = read_dtype(r_, "an output dtype");
+      s.dtype = read_dtype(r_, "an output dtype", file_.layout, mlx_rules_);
       check_size(s.shape, "output shape");
       e.specs = {s};
       e.out_ids = {e.id};
@@ -211,7 +220,7 @@ class RecordParser {
       if (md != m) {
         fail(name + " lists " + std::to_string(m) + " output shapes but " + std::to_string(md) + " output dtypes");
       }
-      for (auto& s : e.specs) s.dtype = read_dtype(r_, "an output dtype");
+      for (auto& s : e.specs) s.dtype = read_dtype(r_, "an output dtype", file_.layout, mlx_rules_);
       bool own = false;
       for (auto id : e.out_ids) own |= id == e.id;
       if (!own) fail("the entry id " + std::to_string(e.id) + " is not among its node's output ids");
@@ -220,6 +229,9 @@ class RecordParser {
       fail(name + " has " + std::to_string(def->num_outputs) + " outputs but the node records " +
            std::to_string(e.specs.size()));
     }
+    std::string combine = reduce_expansion(*def, file_.layout, disk_state);
+    e.state = to_schema(*def, file_.layout, std::move(disk_state), in_specs, e.specs);
+    if (!combine.empty()) expand_reducing_update(e, in_specs, combine);
     if (def->check) {
       // Rows whose recorded outputs are not a function of the state alone validate them directly.
       try {
@@ -254,11 +266,41 @@ class RecordParser {
     return e;
   }
 
+  // SliceUpdate(src, upd) with a reduce type becomes s = Slice(src), c = combine(s, upd), then the
+  // node itself as a plain SliceUpdate(src, c). The two new nodes get ids from a range that writers
+  // do not use (kiln and MLX ids are small counters or heap addresses); a clash is reported as a
+  // duplicate definition.
+  void expand_reducing_update(Entry& e, const std::vector<ArraySpec>& in_specs, const std::string& combine) {
+    if (e.inputs.size() != 2 || e.specs.size() != 1) return;  // the row's checks report it
+    ArraySpec upd = in_specs[1];
+    auto make = [&](const char* name, State st, std::vector<uint64_t> inputs) {
+      Entry x;
+      x.kind = Entry::Kind::Primitive;
+      x.def = &registry::get(name);
+      x.state = std::move(st);
+      x.stream = e.stream;
+      x.inputs = std::move(inputs);
+      x.specs = {upd};
+      x.id = 0xfffffffe00000000ull + (next_expanded_id_++);
+      x.out_ids = {x.id};
+      if (!defined_.emplace(x.id, upd).second) fail("expanded node id " + std::to_string(x.id) + " is already defined");
+      return x;
+    };
+    Entry sl = make("Slice", e.state, {e.inputs[0]});
+    Entry co = make(combine.c_str(), {}, {sl.id, e.inputs[1]});
+    e.inputs[1] = co.id;
+    expanded_.push_back(std::move(sl));
+    expanded_.push_back(std::move(co));
+  }
+
+  std::vector<Entry> expanded_;
+  uint64_t next_expanded_id_ = 1;
   ByteReader& r_;
   ParsedFile& file_;
   std::unordered_map<uint64_t, array>& constants_;
   const ConstantFactory& make_constant_;
   size_t index_;
+  bool mlx_rules_ = false;
   int64_t entry_ = -1;
   std::unordered_map<uint64_t, ArraySpec> defined_;
   std::unordered_set<uint64_t> inputs_on_tape_;
@@ -266,12 +308,12 @@ class RecordParser {
 
 }  // namespace
 
-ParsedFile read_file(const Source& src, const ConstantFactory& make_constant) {
+ParsedFile read_file(const Source& src, const ConstantFactory& make_constant, const ReadOptions& options) {
   ParsedFile file;
   file.file_bytes = src.size();
   ByteReader r(src);
   file.version = r.str("the version string");
-  file.layout = reader_layout(file.version);
+  file.layout = options.layout ? *options.layout : reader_layout(file.version);
   uint64_t at = r.pos();
   int32_t count = r.i32("the function count");
   if (count < 0) {
@@ -288,7 +330,7 @@ ParsedFile read_file(const Source& src, const ConstantFactory& make_constant) {
   }
   file.records.reserve(static_cast<size_t>(count));
   for (int32_t i = 0; i < count; ++i) {
-    RecordParser p(r, file, constants, make_constant, static_cast<size_t>(i));
+    RecordParser p(r, file, constants, make_constant, static_cast<size_t>(i), options.mlx_rules);
     file.records.push_back(p.parse());
   }
   return file;

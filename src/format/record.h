@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -47,8 +48,11 @@ void write_header(ByteWriter& w, const FormatVersion& v, int32_t count, bool sha
 // One function record. Constants whose id is in `written` get no payload; the ids of constants
 // whose payload this record carries are appended to `added` (the caller commits them once the
 // record is on disk).
+// Refuses ("[<api>] <what> cannot be written for MLX <v>: ...") before writing anything when `v`
+// cannot express a node, state value or dtype of the record (check_writable).
 void write_record(ByteWriter& w, const Record& rec, const FormatVersion& v, const std::unordered_set<uint64_t>& written,
-                  std::vector<uint64_t>& added);
+                  std::vector<uint64_t>& added, const std::string& api = "export_function");
+void check_writable(const Record& rec, const FormatVersion& v, const std::string& api);
 
 // MLX's serialized name check (spec 3.1, 3.6): throws "[export_function] Unable to serialize
 // primitive <X>" (callback: "Unable to get state for primitive <X>") for a node kiln cannot write.
@@ -68,7 +72,16 @@ struct ParsedFile {
 // Builds the constant for a payload of `nbytes` at `offset` (the importer makes a lazy Load node).
 using ConstantFactory = std::function<array(const ArraySpec& spec, uint64_t offset, uint64_t nbytes)>;
 
+struct ReadOptions {
+  // Decode with this layout whatever the header says (as MLX of that version does: it never reads
+  // the header's version); by default the layout comes from the header (reader_layout).
+  std::optional<FormatVersion> layout;
+  // Reproduce that MLX's own reader where it differs from a correct one: dtype codes taken as its
+  // table says, and its optional<float> bug (0.30.0 - 0.31.0). For readability checks.
+  bool mlx_rules = false;
+};
+
 // Parse and validate a whole file (spec 2.8). Only constant payloads are left on disk.
-ParsedFile read_file(const Source& src, const ConstantFactory& make_constant);
+ParsedFile read_file(const Source& src, const ConstantFactory& make_constant, const ReadOptions& options = {});
 
 }  // namespace kiln::format

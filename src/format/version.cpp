@@ -1,8 +1,224 @@
+// The per-version layout table (spec 5.0 and 5.1). Each versioned primitive lists its on-disk layouts,
+// each valid from one release on, as a permutation of its registry fields plus disk-only fields;
+// registry fields a layout lacks get a default on read, and writing refuses a state whose value there
+// differs from that default (unless the field is only a performance hint).
 #include "format/version.h"
 
+#include <algorithm>
 #include <cctype>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+
+#include "format/codec.h"
 
 namespace kiln::format {
+
+namespace {
+
+constexpr FormatVersion V(int a, int b, int c) { return FormatVersion{a, b, c}; }
+
+// Release tags with export (spec 5.0: there is no 0.26.4, 0.27.0 or 0.30.2), then the later releases
+// (spec 5.1). 0.32.2 is newer than the spec: its wheel's SDPA takes force_fused (spec 5.1 A6).
+const std::vector<FormatVersion>& releases() {
+  static const std::vector<FormatVersion> r = {
+      V(0, 22, 0), V(0, 22, 1), V(0, 23, 0), V(0, 23, 1), V(0, 23, 2), V(0, 24, 0), V(0, 24, 1), V(0, 24, 2),
+      V(0, 25, 0), V(0, 25, 1), V(0, 25, 2), V(0, 26, 0), V(0, 26, 1), V(0, 26, 2), V(0, 26, 3), V(0, 26, 5),
+      V(0, 27, 1), V(0, 28, 0), V(0, 29, 0), V(0, 29, 1), V(0, 29, 2), V(0, 29, 3), V(0, 29, 4), V(0, 30, 0),
+      V(0, 30, 1), V(0, 30, 3), V(0, 30, 4), V(0, 30, 5), V(0, 30, 6), V(0, 31, 0), V(0, 31, 1), V(0, 31, 2),
+      V(0, 32, 0), V(0, 32, 1), V(0, 32, 2)};
+  return r;
+}
+
+// Releases that introduced a layout change (spec 5.0.2 A1-A17, 5.1 A1-A6).
+constexpr FormatVersion kNewDtypeCodes = V(0, 23, 0);
+constexpr FormatVersion kMetadata = V(0, 32, 1);
+
+// ---- versioned primitives ----
+
+enum class Policy {
+  Require,  // the value must equal the default to be written where the field is missing
+  Hint,     // a performance hint: dropped where missing (results do not change)
+  Derived,  // recomputed on read from the node's recorded shapes (Convolution's padding_hi)
+};
+
+struct Default {
+  int field;
+  Value value;
+  Policy policy;
+};
+
+// A field that exists only on disk (not in the registry schema).
+struct Extra {
+  Field field;
+  Value write;        // what kiln writes
+  bool must_match;    // on read: other values have no kiln representation (else they are dropped)
+  const char* note;   // why, for the error text
+};
+
+struct Layout {
+  FormatVersion since;
+  std::vector<int> order;  // disk field i is registry field order[i], or extras[-order[i] - 1]
+  std::vector<Extra> extras = {};
+  const char* name = nullptr;  // on-disk name when it differs from the registry's
+  std::vector<Field> fields = {};  // filled from the registry row
+};
+
+struct Versioned {
+  std::string name;
+  std::vector<Layout> layouts;  // oldest first
+  std::vector<Default> defaults;
+};
+
+// An enum value that a release range cannot encode.
+struct ValueLimit {
+  const char* prim;
+  int field;
+  int32_t value;
+  FormatVersion since;
+  const char* meaning;
+};
+
+const std::vector<ValueLimit> kValueLimits = {
+    {"Scan", 0, 4, V(0, 25, 0), "LogAddExp"},
+    {"Quantize", 3, 2, V(0, 29, 4), "mxfp8"},
+    {"Quantize", 3, 3, V(0, 29, 4), "nvfp4"},
+    {"QuantizedMatmul", 2, 2, V(0, 29, 4), "mxfp8"},
+    {"QuantizedMatmul", 2, 3, V(0, 29, 4), "nvfp4"},
+    {"GatherQMM", 2, 2, V(0, 29, 4), "mxfp8"},
+    {"GatherQMM", 2, 3, V(0, 29, 4), "nvfp4"},
+};
+
+// Table entries added after 0.22.0 (spec 5.0.4, 5.1 A5).
+const std::map<std::string, FormatVersion> kAddedNames = {
+    {"LogSumExp", V(0, 24, 2)},  {"Eig", V(0, 26, 0)},          {"GatherAxis", V(0, 26, 2)},
+    {"ScatterAxis", V(0, 26, 2)}, {"CustomKernel", V(0, 30, 0)}, {"MaskedScatter", V(0, 30, 1)},
+    {"SearchSorted", V(0, 32, 1)},
+};
+
+const char* const kSliceUpdateTypes[] = {"Max", "Min", "Sum", "Prod", "None"};
+
+std::vector<Versioned> make_table() {
+  std::vector<Versioned> t;
+  t.push_back({"ScaledDotProductAttention",
+               {{V(0, 22, 0), {0, 1}},
+                {V(0, 24, 0), {0, 1, 2}},
+                {V(0, 29, 1), {0, 1, 2, 3}},
+                {V(0, 30, 0), {0, 1, 2, 3, 4}},
+                {V(0, 32, 2), {0, 1, 2, 3, 4, -1}, {{{"force_fused", FieldType::Bool}, false, false, "GPU kernel choice"}}}},
+               {{2, false, Policy::Require}, {3, false, Policy::Require}, {4, false, Policy::Require}}});
+  t.push_back({"Convolution",
+               {{V(0, 22, 0), {1, 0, 3, 4, 5, 6}},
+                {V(0, 25, 2), {1, 2, 0, 3, 4, 5, 6}},
+                {V(0, 26, 2), {0, 1, 2, 3, 4, 5, 6}}},
+               {{2, std::vector<int32_t>{}, Policy::Derived}}});
+  t.push_back({"GatherMM",
+               {{V(0, 22, 0), {}}, {V(0, 25, 0), {0, 1}}},
+               {{0, false, Policy::Hint}, {1, false, Policy::Hint}}});
+  t.push_back({"GatherQMM",
+               {{V(0, 22, 0), {0, 1, 3}}, {V(0, 25, 0), {0, 1, 3, 4, 5}}, {V(0, 29, 0), {0, 1, 2, 3, 4, 5}}},
+               {{2, int32_t(0), Policy::Require}, {4, false, Policy::Hint}, {5, false, Policy::Hint}}});
+  t.push_back({"QuantizedMatmul", {{V(0, 22, 0), {0, 1, 3}}, {V(0, 29, 0), {0, 1, 2, 3}}},
+               {{2, int32_t(0), Policy::Require}}});
+  t.push_back({"Quantize",
+               {{V(0, 22, 0), {0, 1, 2, 4}, {}, "AffineQuantize"}, {V(0, 29, 0), {0, 1, 2, 3, 4}}},
+               {{3, int32_t(0), Policy::Require}}});
+  t.push_back({"SVD", {{V(0, 22, 0), {}}, {V(0, 23, 2), {0}}}, {{0, true, Policy::Require}}});
+  t.push_back({"SliceUpdate",
+               {{V(0, 22, 0), {0, 1, 2}},
+                {V(0, 31, 2),
+                 {-1, 0, 1, 2},
+                 {{{"reduce_type", FieldType::Int}, int32_t(4), true, "reduce type (Max 0, Min 1, Sum 2, Prod 3, None 4)"}}}},
+               {}});
+  std::vector<int> ck(13);
+  for (int i = 0; i < 13; ++i) ck[i] = i;
+  std::vector<int> ck32 = ck;
+  ck32.push_back(-1);
+  t.push_back({"CustomKernel",
+               {{V(0, 30, 0), ck},
+                {V(0, 32, 0), ck32, {{{"compile_options", FieldType::Int}, int32_t(0), false, "Metal math mode"}}}},
+               {}});
+  return t;
+}
+
+struct Table {
+  std::map<std::string, Versioned> rows;  // by registry name
+};
+
+const Table& table() {
+  static const Table t = [] {
+    Table out;
+    for (auto& row : make_table()) {
+      const PrimitiveDef* def = registry::find(row.name);
+      if (!def) continue;  // a family that is not linked in
+      for (auto& l : row.layouts) {
+        for (int k : l.order) l.fields.push_back(k >= 0 ? def->fields.at(k) : l.extras.at(-k - 1).field);
+      }
+      out.rows.emplace(row.name, std::move(row));
+    }
+    return out;
+  }();
+  return t;
+}
+
+const Versioned* versioned(const PrimitiveDef& def) {
+  auto& rows = table().rows;
+  auto it = rows.find(def.name);
+  return it == rows.end() ? nullptr : &it->second;
+}
+
+// The layout of `row` in force at `v`, and the release that added registry field `k` (or nullopt).
+const Layout& layout_at(const Versioned& row, const FormatVersion& v) {
+  const Layout* l = &row.layouts.front();
+  for (auto& x : row.layouts) {
+    if (x.since <= v) l = &x;
+  }
+  return *l;
+}
+
+std::optional<FormatVersion> field_added(const Versioned& row, int k) {
+  for (auto& l : row.layouts) {
+    if (std::find(l.order.begin(), l.order.end(), k) != l.order.end()) return l.since;
+  }
+  return std::nullopt;
+}
+
+[[noreturn]] void refuse(const std::string& api, const std::string& what, const FormatVersion& v,
+                         const std::string& why) {
+  throw std::invalid_argument("[" + api + "] " + what + " cannot be written for MLX " + v.str() + ": " + why + ".");
+}
+
+// Convolution layouts before 0.25.2 keep only the low padding; the high padding is what makes the
+// recorded output size. Any value in a window of `stride` gives that size; prefer the low padding
+// (symmetric padding is the common case), else the window end nearest to it.
+std::vector<int32_t> derive_padding_hi(const State& s, const std::vector<ArraySpec>& in,
+                                       const std::vector<ArraySpec>& out) {
+  auto& strides = s.ints(0);
+  auto& lo = s.ints(1);
+  auto& kdil = s.ints(3);
+  auto& idil = s.ints(4);
+  size_t nd = lo.size();
+  if (in.size() != 2 || out.size() != 1 || in[0].shape.size() != nd + 2 || in[1].shape.size() != nd + 2 ||
+      out[0].shape.size() != nd + 2 || strides.size() != nd || kdil.size() != nd || idil.size() != nd) {
+    throw std::invalid_argument("[import_function] Invalid Convolution node: its padding, strides and dilations do "
+                                "not match the ranks of its inputs and output.");
+  }
+  std::vector<int32_t> hi(nd);
+  for (size_t i = 0; i < nd; ++i) {
+    int64_t n = in[0].shape[i + 1], k = in[1].shape[i + 1], o = out[0].shape[i + 1];
+    int64_t in_d = n > 0 ? (n - 1) * int64_t(idil[i]) + 1 : 0;
+    int64_t k_d = k > 0 ? (k - 1) * int64_t(kdil[i]) + 1 : 0;
+    int64_t st = std::max<int64_t>(1, strides[i]);
+    int64_t least = (o - 1) * st + k_d - in_d - lo[i];
+    int64_t h = lo[i];
+    if (h < least) h = least;
+    if (h > least + st - 1) h = least + st - 1;
+    hi[i] = static_cast<int32_t>(std::clamp<int64_t>(h, INT32_MIN, INT32_MAX));
+  }
+  return hi;
+}
+
+}  // namespace
 
 std::string FormatVersion::str() const {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
@@ -27,25 +243,196 @@ bool FormatVersion::parse(const std::string& text, FormatVersion& out) {
   return true;
 }
 
-bool is_implemented(const FormatVersion& v) { return v == kV0_30_1; }
-
-FormatVersion reader_layout(const std::string& header) {
-  // Only the 0.30.1 layout exists so far; like MLX 0.30.1 itself, decode every file with it.
-  FormatVersion v;
-  if (FormatVersion::parse(header, v) && is_implemented(v)) return v;
-  return kV0_30_1;
+std::vector<std::string> supported_versions() {
+  std::vector<std::string> out;
+  for (auto& v : releases()) out.push_back(v.str());
+  return out;
 }
 
-bool header_has_metadata(const FormatVersion& v) { return v >= FormatVersion{0, 32, 1}; }
+FormatVersion newest_known() { return releases().back(); }
 
-const std::vector<Field>& disk_fields(const PrimitiveDef& def, const FormatVersion&) { return def.fields; }
+FormatVersion target_version(const std::string& text, const std::string& api) {
+  FormatVersion v;
+  bool exact = FormatVersion::parse(text, v) && v.str() == text;
+  if (!exact) {
+    throw std::invalid_argument("[" + api + "] Invalid MLX version '" + text +
+                                "': expected major.minor.patch, for example 0.30.1.");
+  }
+  if (v < kV0_22_0) {
+    throw std::invalid_argument("[" + api + "] MLX " + text + " has no function export (it starts with 0.22.0).");
+  }
+  if (v > newest_known()) {
+    throw std::invalid_argument("[" + api + "] MLX " + text + " is newer than the newest layout kiln knows (" +
+                                newest_known().str() + ").");
+  }
+  return v;
+}
 
-State to_schema(const PrimitiveDef&, const FormatVersion&, std::vector<Value> disk) {
+FormatVersion reader_layout(const std::string& header) {
+  FormatVersion v;
+  if (!FormatVersion::parse(header, v)) return kDefaultVersion;
+  std::string shown = header.size() > 40 ? header.substr(0, 40) + "..." : header;
+  if (v > newest_known()) {
+    throw std::invalid_argument("[import_function] The file was written by MLX " + shown +
+                                ", which is newer than the newest layout kiln knows (" + newest_known().str() +
+                                "); its layout may differ, so it is not read.");
+  }
+  if (v < kV0_22_0) {
+    throw std::invalid_argument("[import_function] The file says it was written by MLX " + shown +
+                                ", which has no function export (it starts with 0.22.0).");
+  }
+  return v;
+}
+
+bool header_has_metadata(const FormatVersion& v) { return v >= kMetadata; }
+
+int32_t dtype_code(Dtype t, const FormatVersion& v) {
+  int32_t c = t.code();
+  if (v >= kNewDtypeCodes) return c;
+  if (c == float64.code()) return -1;
+  if (c == bfloat16.code()) return 11;
+  if (c == complex64.code()) return 12;
+  return c;
+}
+
+std::optional<Dtype> dtype_of_code(int32_t code, const FormatVersion& v) {
+  if (v < kNewDtypeCodes) {
+    if (code == 11) return bfloat16;
+    if (code == 12) return complex64;
+    if (code < 0 || code > 12) return std::nullopt;
+    return dtype_from_code(code);
+  }
+  if (code < 0 || code >= Dtype::num_types) return std::nullopt;
+  return dtype_from_code(code);
+}
+
+std::string disk_name(const PrimitiveDef& def, const FormatVersion& v) {
+  if (auto* row = versioned(def)) {
+    auto& l = layout_at(*row, v);
+    if (l.name) return l.name;
+  }
+  return def.name;
+}
+
+FormatVersion serializable_since(const PrimitiveDef& def) {
+  auto it = kAddedNames.find(def.name);
+  return it == kAddedNames.end() ? kV0_22_0 : it->second;
+}
+
+const PrimitiveDef* find_disk_name(const std::string& name, const FormatVersion& v) {
+  // Renamed entries first (AffineQuantize -> Quantize before 0.29.0).
+  for (auto& [reg, row] : table().rows) {
+    auto& l = layout_at(row, v);
+    if (l.name && name == l.name) return registry::find(reg);
+  }
+  const PrimitiveDef* def = registry::find(name);
+  if (!def || disk_name(*def, v) != name || serializable_since(*def) > v) return nullptr;
+  return def;
+}
+
+const std::vector<Field>& disk_fields(const PrimitiveDef& def, const FormatVersion& v) {
+  if (auto* row = versioned(def)) return layout_at(*row, v).fields;
+  return def.fields;
+}
+
+State to_schema(const PrimitiveDef& def, const FormatVersion& v, std::vector<Value> disk,
+                const std::vector<ArraySpec>& inputs, const std::vector<ArraySpec>& outputs) {
+  const Versioned* row = versioned(def);
+  if (!row) {
+    State s;
+    s.values = std::move(disk);
+    return s;
+  }
+  const Layout& l = layout_at(*row, v);
   State s;
-  s.values = std::move(disk);
+  s.values.resize(def.fields.size());
+  std::vector<bool> set(def.fields.size(), false);
+  bool derive = false;
+  for (size_t i = 0; i < l.order.size(); ++i) {
+    int k = l.order[i];
+    if (k >= 0) {
+      s.values[k] = std::move(disk[i]);
+      set[k] = true;
+      continue;
+    }
+    const Extra& x = l.extras[-k - 1];
+    if (x.must_match && disk[i] != x.write) {
+      std::string val = value_text(disk[i]);
+      if (def.name == "SliceUpdate") {
+        int32_t t = std::get<int32_t>(disk[i]);
+        if (t >= 0 && t < 5) val = std::to_string(t) + " (" + kSliceUpdateTypes[t] + ")";
+      }
+      throw std::invalid_argument("[import_function] " + def.name + " with " + x.field.name + " " + val +
+                                  " (MLX " + v.str() + " layout, " + x.note + ") has no kiln equivalent.");
+    }
+  }
+  for (auto& d : row->defaults) {
+    if (set[d.field]) continue;
+    if (d.policy == Policy::Derived) {
+      derive = true;
+    } else {
+      s.values[d.field] = d.value;
+    }
+  }
+  if (derive) s.values[2] = derive_padding_hi(s, inputs, outputs);  // Convolution's padding_hi
   return s;
 }
 
-std::vector<Value> from_schema(const PrimitiveDef&, const FormatVersion&, const State& state) { return state.values; }
+std::string reduce_expansion(const PrimitiveDef& def, const FormatVersion& v, std::vector<Value>& disk) {
+  if (def.name != "SliceUpdate" || v < V(0, 31, 2) || disk.empty()) return "";
+  auto* t = std::get_if<int32_t>(&disk[0]);
+  if (!t || *t < 0 || *t > 3) return "";  // None (4) or an unknown code (to_schema reports it)
+  static const char* const ops[] = {"Maximum", "Minimum", "Add", "Multiply"};
+  std::string op = ops[*t];
+  disk[0] = int32_t(4);
+  return op;
+}
+
+void check_expressible(const PrimitiveDef& def, const State& state, const FormatVersion& v, const std::string& api) {
+  FormatVersion since = serializable_since(def);
+  if (since > v) {
+    refuse(api, def.name, v, "MLX can serialize it only from " + since.str());
+  }
+  for (auto& lim : kValueLimits) {
+    if (def.name != lim.prim || v >= lim.since) continue;
+    if (auto* x = std::get_if<int32_t>(&state.values.at(lim.field)); x && *x == lim.value) {
+      refuse(api, def.name + " with " + def.fields[lim.field].name + "=" + std::to_string(lim.value) + " (" +
+                      lim.meaning + ")",
+             v, "that value was added in " + lim.since.str());
+    }
+  }
+  const Versioned* row = versioned(def);
+  if (!row) return;
+  const Layout& l = layout_at(*row, v);
+  for (auto& d : row->defaults) {
+    if (d.policy != Policy::Require) continue;
+    if (std::find(l.order.begin(), l.order.end(), d.field) != l.order.end()) continue;
+    if (state.values.at(d.field) != d.value) {
+      auto added = field_added(*row, d.field);
+      refuse(api, def.name + " with " + def.fields[d.field].name + "=" + value_text(state.values[d.field]), v,
+             std::string("its layout has no ") + def.fields[d.field].name + " field" +
+                 (added ? " (added in " + added->str() + ")" : ""));
+    }
+  }
+}
+
+void check_dtype_expressible(Dtype t, const FormatVersion& v, const std::string& api, const std::string& where) {
+  if (dtype_code(t, v) < 0) {
+    refuse(api, std::string(dtype_name(t)) + " (" + where + ")", v,
+           "that layout has no code for it (added in " + kNewDtypeCodes.str() + ")");
+  }
+}
+
+std::vector<Value> from_schema(const PrimitiveDef& def, const FormatVersion& v, const State& state,
+                               const std::string& api) {
+  const Versioned* row = versioned(def);
+  if (!row) return state.values;
+  check_expressible(def, state, v, api);
+  const Layout& l = layout_at(*row, v);
+  std::vector<Value> out;
+  out.reserve(l.order.size());
+  for (int k : l.order) out.push_back(k >= 0 ? state.values.at(k) : l.extras[-k - 1].write);
+  return out;
+}
 
 }  // namespace kiln::format

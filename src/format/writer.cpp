@@ -40,8 +40,28 @@ void check_serializable(const Record& rec, bool callback) {
   }
 }
 
+void check_writable(const Record& rec, const FormatVersion& v, const std::string& api) {
+  for (size_t i = 0; i < rec.inputs.size(); ++i) {
+    check_dtype_expressible(rec.inputs[i].dtype, v, api, "input " + std::to_string(i));
+  }
+  for (auto& e : rec.tape) {
+    if (e.kind == Entry::Kind::Constant) {
+      check_dtype_expressible(e.specs[0].dtype, v, api, "a constant");
+    } else if (e.kind == Entry::Kind::Primitive && e.def) {
+      check_expressible(*e.def, e.state, v, api);
+      for (auto& s : e.specs) check_dtype_expressible(s.dtype, v, api, "an output of " + e.def->name);
+      for (size_t k = 0; k < e.def->fields.size() && k < e.state.values.size(); ++k) {
+        if (auto* t = std::get_if<Dtype>(&e.state.values[k])) {
+          check_dtype_expressible(*t, v, api, "the state of " + e.def->name);
+        }
+      }
+    }
+  }
+}
+
 void write_record(ByteWriter& w, const Record& rec, const FormatVersion& v, const std::unordered_set<uint64_t>& written,
-                  std::vector<uint64_t>& added) {
+                  std::vector<uint64_t>& added, const std::string& api) {
+  check_writable(rec, v, api);
   std::unordered_set<uint64_t> here;  // payloads written by this record
   w.u64(rec.kwarg_keys.size());
   for (auto& k : rec.kwarg_keys) w.str(k);
@@ -49,7 +69,7 @@ void write_record(ByteWriter& w, const Record& rec, const FormatVersion& v, cons
   w.u64(rec.inputs.size());
   for (auto& s : rec.inputs) {
     write_shape(w, s.shape);
-    write_dtype(w, s.dtype);
+    write_dtype(w, s.dtype, v);
   }
   write_ids(w, rec.output_ids);
   w.u64(rec.tape.size());
@@ -65,7 +85,7 @@ void write_record(ByteWriter& w, const Record& rec, const FormatVersion& v, cons
         w.boolean(true);
         if (!written.count(e.id) && here.insert(e.id).second) {
           write_shape(w, e.specs[0].shape);
-          write_dtype(w, e.specs[0].dtype);
+          write_dtype(w, e.specs[0].dtype, v);
           w.payload(e.value);
           added.push_back(e.id);
         }
@@ -75,12 +95,12 @@ void write_record(ByteWriter& w, const Record& rec, const FormatVersion& v, cons
         w.boolean(true);
         write_ids(w, e.inputs);
         write_stream(w, e.stream);
-        w.str(e.def->name);
+        w.str(disk_name(*e.def, v));
         write_state(w, *e.def, e.state, v);
         if (e.specs.size() == 1) {
           w.u64(0);
           write_shape(w, e.specs[0].shape);
-          write_dtype(w, e.specs[0].dtype);
+          write_dtype(w, e.specs[0].dtype, v);
         } else {
           // P6b: every output's id, shape and dtype.
           w.u64(e.specs.size() - 1);
@@ -88,7 +108,7 @@ void write_record(ByteWriter& w, const Record& rec, const FormatVersion& v, cons
           w.u64(e.specs.size());
           for (auto& s : e.specs) write_shape(w, s.shape);
           w.u64(e.specs.size());
-          for (auto& s : e.specs) write_dtype(w, s.dtype);
+          for (auto& s : e.specs) write_dtype(w, s.dtype, v);
         }
         break;
       }

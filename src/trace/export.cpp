@@ -24,6 +24,7 @@ struct ExporterImpl {
   bool shapeless = false;
   bool closed = false;
   format::FormatVersion version = format::kDefaultVersion;
+  std::string metadata;  // header H4 (layouts from 0.32.1)
   IdAllocator ids;
   ConstantTable constants;
   std::unordered_set<uint64_t> written;  // constants already in the file (or reported to the callback)
@@ -59,7 +60,7 @@ struct ExporterImpl {
 
   void write_header(int32_t n) {
     format::ByteWriter h;
-    format::write_header(h, version, n, shapeless);
+    format::write_header(h, version, n, shapeless, metadata);
     pwrite_all(h.bytes().data(), h.bytes().size(), 0);
   }
 
@@ -69,7 +70,7 @@ struct ExporterImpl {
     if (fd < 0) throw std::runtime_error("[export_function] Failed to open " + file);
     write_header(0);
     format::ByteWriter h;
-    format::write_header(h, version, 0, shapeless);
+    format::write_header(h, version, 0, shapeless, metadata);
     end = h.bytes().size();
   }
 
@@ -148,12 +149,27 @@ ArgsKwargsFn wrap(const KwargsFn& f) {
 const ArgsKwargsFn& wrap(const ArgsKwargsFn& f) { return f; }
 
 template <typename Fn>
-FunctionExporter make_file_exporter(const std::string& file, const Fn& fun, bool shapeless) {
+FunctionExporter make_file_exporter(const std::string& file, const Fn& fun, const ExportOptions& opt) {
   auto impl = std::make_shared<detail::ExporterImpl>();
   impl->fun = wrap(fun);
-  impl->shapeless = shapeless;
+  impl->shapeless = opt.shapeless;
+  impl->version = format::target_version(opt.version, "export_function");
+  if (!opt.metadata.empty() && !format::header_has_metadata(impl->version)) {
+    throw std::invalid_argument("[export_function] Metadata cannot be written for MLX " + impl->version.str() +
+                                ": its layout has no metadata field (added in 0.32.1).");
+  }
+  impl->metadata = opt.metadata;
   impl->open_file(file);
   return FunctionExporter(std::move(impl));
+}
+
+// MLX 0.32.1's positional form: metadata implies the first layout that stores it.
+ExportOptions mlx_options(bool shapeless, const std::string& metadata) {
+  ExportOptions o;
+  o.shapeless = shapeless;
+  o.metadata = metadata;
+  if (!metadata.empty()) o.version = "0.32.1";
+  return o;
 }
 
 template <typename Fn>
@@ -176,14 +192,24 @@ void FunctionExporter::operator()(const Kwargs& kwargs) { impl_->run({}, kwargs)
 void FunctionExporter::operator()(const Args& args, const Kwargs& kwargs) { impl_->run(args, kwargs); }
 void FunctionExporter::close() { impl_->closed = true; }
 
-FunctionExporter exporter(const std::string& file, const ArgsFn& fun, bool shapeless) {
-  return make_file_exporter(file, fun, shapeless);
+FunctionExporter exporter(const std::string& file, const ArgsFn& fun, bool shapeless, const std::string& metadata) {
+  return make_file_exporter(file, fun, mlx_options(shapeless, metadata));
 }
-FunctionExporter exporter(const std::string& file, const KwargsFn& fun, bool shapeless) {
-  return make_file_exporter(file, fun, shapeless);
+FunctionExporter exporter(const std::string& file, const KwargsFn& fun, bool shapeless, const std::string& metadata) {
+  return make_file_exporter(file, fun, mlx_options(shapeless, metadata));
 }
-FunctionExporter exporter(const std::string& file, const ArgsKwargsFn& fun, bool shapeless) {
-  return make_file_exporter(file, fun, shapeless);
+FunctionExporter exporter(const std::string& file, const ArgsKwargsFn& fun, bool shapeless,
+                          const std::string& metadata) {
+  return make_file_exporter(file, fun, mlx_options(shapeless, metadata));
+}
+FunctionExporter exporter(const std::string& file, const ArgsFn& fun, const ExportOptions& options) {
+  return make_file_exporter(file, fun, options);
+}
+FunctionExporter exporter(const std::string& file, const KwargsFn& fun, const ExportOptions& options) {
+  return make_file_exporter(file, fun, options);
+}
+FunctionExporter exporter(const std::string& file, const ArgsKwargsFn& fun, const ExportOptions& options) {
+  return make_file_exporter(file, fun, options);
 }
 FunctionExporter exporter(const ExportCallback& cb, const ArgsFn& fun, bool shapeless) {
   return make_callback_exporter(cb, fun, shapeless);
@@ -195,15 +221,28 @@ FunctionExporter exporter(const ExportCallback& cb, const ArgsKwargsFn& fun, boo
   return make_callback_exporter(cb, fun, shapeless);
 }
 
-void export_function(const std::string& file, const ArgsFn& fun, const Args& args, bool shapeless) {
-  exporter(file, fun, shapeless)(args);
+void export_function(const std::string& file, const ArgsFn& fun, const Args& args, bool shapeless,
+                     const std::string& metadata) {
+  exporter(file, fun, shapeless, metadata)(args);
 }
-void export_function(const std::string& file, const KwargsFn& fun, const Kwargs& kwargs, bool shapeless) {
-  exporter(file, fun, shapeless)(kwargs);
+void export_function(const std::string& file, const KwargsFn& fun, const Kwargs& kwargs, bool shapeless,
+                     const std::string& metadata) {
+  exporter(file, fun, shapeless, metadata)(kwargs);
 }
 void export_function(const std::string& file, const ArgsKwargsFn& fun, const Args& args, const Kwargs& kwargs,
-                     bool shapeless) {
-  exporter(file, fun, shapeless)(args, kwargs);
+                     bool shapeless, const std::string& metadata) {
+  exporter(file, fun, shapeless, metadata)(args, kwargs);
+}
+void export_function(const std::string& file, const ArgsFn& fun, const Args& args, const ExportOptions& options) {
+  exporter(file, fun, options)(args);
+}
+void export_function(const std::string& file, const KwargsFn& fun, const Kwargs& kwargs,
+                     const ExportOptions& options) {
+  exporter(file, fun, options)(kwargs);
+}
+void export_function(const std::string& file, const ArgsKwargsFn& fun, const Args& args, const Kwargs& kwargs,
+                     const ExportOptions& options) {
+  exporter(file, fun, options)(args, kwargs);
 }
 void export_function(const ExportCallback& cb, const ArgsFn& fun, const Args& args, bool shapeless) {
   exporter(cb, fun, shapeless)(args);

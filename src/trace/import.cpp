@@ -23,6 +23,7 @@ struct FunctionTable {
     info.version = file.version;
     info.format = file.layout.str();
     info.shapeless = file.shapeless;
+    info.metadata = file.metadata;
     info.file_bytes = file.file_bytes;
     info.constants = file.constants;
     info.constant_bytes = file.constant_bytes;
@@ -110,6 +111,7 @@ std::vector<array> ImportedFunction::operator()(const Args& args, const Kwargs& 
   return table_->call(args, kwargs);
 }
 const FileInfo& ImportedFunction::info() const { return table_->get_info(); }
+const std::string& ImportedFunction::metadata() const { return table_->file.metadata; }
 
 ImportedFunction import_function(const std::string& file) {
   auto table = std::make_shared<detail::FunctionTable>();

@@ -122,4 +122,107 @@ TEST(Cli, BenchPrintsTimings) {
   EXPECT_GT(median_us, 0);
 }
 
+// ---- kiln convert and versions ----
+
+std::vector<uint8_t> file_bytes(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
+}
+
+fs::path cli_tmp(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("kiln_cli_conv_" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d / name;
+}
+
+TEST(Cli, ConvertHelpAndUsageErrors) {
+  auto h = run_cli("convert --help");
+  EXPECT_EQ(h.code, 0);
+  EXPECT_NE(h.out.find("usage: kiln convert IN OUT [--to VERSION] [--metadata TEXT]"), std::string::npos) << h.out;
+  EXPECT_NE(h.out.find("0.22.0"), std::string::npos);
+  EXPECT_NE(h.out.find("0.32.2"), std::string::npos);
+  auto top = run_cli("--help");
+  EXPECT_NE(top.out.find("convert"), std::string::npos);
+  auto one = run_cli("convert only.mlxfn");
+  EXPECT_EQ(one.code, 2);
+  EXPECT_EQ(one.err, "kiln convert: expects IN and OUT files (see kiln convert --help)\n");
+  auto bogus = run_cli("convert a b --frob");
+  EXPECT_EQ(bogus.code, 2);
+  EXPECT_NE(bogus.err.find("unknown option '--frob'"), std::string::npos);
+  auto to = run_cli("convert " + (kGolden / "unary_abs/unary_abs.mlxfn").string() + " " + cli_tmp("x").string() +
+                    " --to 0.99.0");
+  EXPECT_EQ(to.code, 1);
+  EXPECT_EQ(to.err, "kiln convert: [convert] MLX 0.99.0 is newer than the newest layout kiln knows (0.32.2).\n");
+  auto missing = run_cli("convert " + (kGolden / "unary_abs/unary_abs.mlxfn").string() + " " + cli_tmp("x").string() +
+                         " --to");
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("--to expects a value"), std::string::npos);
+  EXPECT_FALSE(fs::exists(cli_tmp("x")));
+}
+
+TEST(Cli, ConvertMetadataAndBack) {
+  auto src = kGolden / "binary_add/binary_add.mlxfn";
+  auto mid = cli_tmp("add-0.32.1.mlxfn"), back = cli_tmp("add-back.mlxfn");
+  auto r = run_cli("convert " + src.string() + " " + mid.string() + " --to 0.32.1 --metadata 'hello world'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("MLX 0.32.1 layout, 1 function"), std::string::npos) << r.out;
+  auto t = run_cli("inspect " + mid.string());
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("version:    0.32.1 (read as the 0.32.1 layout)"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("metadata:   \"hello world\""), std::string::npos) << t.out;
+  auto j = nlohmann::json::parse(run_cli("inspect --json " + mid.string()).out);
+  EXPECT_EQ(j["metadata"], "hello world");
+  EXPECT_EQ(j["version"], "0.32.1");
+  // The metadata has no place in 0.30.1: it must be dropped explicitly.
+  auto no = run_cli("convert " + mid.string() + " " + back.string());
+  EXPECT_EQ(no.code, 1);
+  EXPECT_EQ(lines(no.err), 1u);
+  EXPECT_NE(no.err.find("pass an empty metadata to drop it"), std::string::npos) << no.err;
+  EXPECT_FALSE(fs::exists(back));
+  auto ok = run_cli("convert " + mid.string() + " " + back.string() + " --to=0.30.1 --metadata ''");
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  EXPECT_EQ(file_bytes(back), file_bytes(src));
+  // The converted file runs like the original.
+  auto out = cli_tmp("run-out");
+  auto run = run_cli("run " + mid.string() + " --arg " + (kGolden / "binary_add/call0_arg0.npy").string() + " --arg " +
+                     (kGolden / "binary_add/call0_arg1.npy").string() + " --out " + out.string());
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_TRUE(kiln::allclose(kiln::load((out / "out0.npy").string()),
+                             kiln::load((kGolden / "binary_add/call0_out0.npy").string()))
+                  .item<bool>());
+  fs::remove_all(cli_tmp("").parent_path());
+}
+
+TEST(Cli, ConvertRefusalNamesThePrimitive) {
+  auto out = cli_tmp("lse-0.24.0.mlxfn");
+  auto r = run_cli("convert " + (kGolden / "logsumexp/logsumexp.mlxfn").string() + " " + out.string() + " --to 0.24.0");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "kiln convert: [convert] LogSumExp cannot be written for MLX 0.24.0: MLX can serialize it only "
+                   "from 0.24.2.\n");
+  EXPECT_FALSE(fs::exists(out));
+  auto s = run_cli("convert " + (kGolden / "fast_sdpa_sinks/fast_sdpa_sinks.mlxfn").string() + " " + out.string() +
+                   " --to 0.29.0");
+  EXPECT_EQ(s.code, 1);
+  EXPECT_NE(s.err.find("[convert] ScaledDotProductAttention with has_sinks=true cannot be written for MLX 0.29.0"),
+            std::string::npos)
+      << s.err;
+  EXPECT_FALSE(fs::exists(out));
+  auto ok = run_cli("convert " + (kGolden / "fast_sdpa_sinks/fast_sdpa_sinks.mlxfn").string() + " " + out.string() +
+                    " --to 0.29.1");
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  fs::remove_all(cli_tmp("").parent_path());
+}
+
+TEST(Cli, NewerVersionIsNamed) {
+  auto f = fs::path(KILN_TEST_DATA) / "golden" / "versions" / "newer" / "0.32.4_plain_ops.mlxfn";
+  auto r = run_cli("inspect " + f.string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(lines(r.err), 1u);
+  EXPECT_NE(r.err.find("written by MLX 0.32.4, which is newer than the newest layout kiln knows (0.32.2)"),
+            std::string::npos)
+      << r.err;
+  auto v = run_cli("version");
+  EXPECT_NE(v.out.find("0.22.0 to 0.32.2"), std::string::npos) << v.out;
+}
+
 }  // namespace

@@ -84,6 +84,10 @@ def worker(manifest_path, start):
 
     def run_case(case):
         fn = mx.import_function(path(case["file"]))
+        if "metadata" in case:  # the writer stored a header metadata string (0.32.1 on): MLX must read it
+            _, meta = mx.import_function(path(case["file"]), return_metadata=True)
+            if meta != case["metadata"]:
+                return "metadata %r != expected %r" % (meta, case["metadata"])
         abs_outputs = set(case.get("abs_outputs", []))
         for k, call in enumerate(case["calls"]):
             args = [mx.load(path(a["file"])) for a in call["args"]]
@@ -113,6 +117,11 @@ def worker(manifest_path, start):
                 msg = " ".join(str(e).split())
                 res = {"i": i, "status": "error", "why": "%s: %s" % (type(e).__name__, msg)}
         print(json.dumps(res), flush=True)
+        if res["status"] == "error":
+            # MLX's heap is not trusted after an exception in eval (a later valid case, or even the
+            # interpreter's exit, crashed): leave at once; workers.py starts a fresh process.
+            sys.stdout.flush()
+            os._exit(0)
 
 
 # ---- driver ----

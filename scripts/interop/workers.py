@@ -14,6 +14,7 @@ def run(script, args, count, what="MLX"):
     results = {}
     start = 0
     while start < count:
+        before = len(results)
         p = subprocess.Popen([sys.executable, script, "--worker", *args, str(start)],
                              stdout=subprocess.PIPE, text=True)
         current = None
@@ -32,13 +33,9 @@ def run(script, args, count, what="MLX"):
         if current is not None:
             results[current] = {"i": current, "status": "error",
                                 "why": "%s crashed in this case (exit status %d)" % (what, rc)}
-            start = current + 1
-        elif rc != 0:
-            nxt = max(results) + 1 if results else start
-            if nxt < count:
-                results[nxt] = {"i": nxt, "status": "error",
-                                "why": "%s worker exited with status %d" % (what, rc)}
-            start = nxt + 1
-        else:
-            break
+        elif len(results) == before:  # died before its first item
+            results[start] = {"i": start, "status": "error",
+                              "why": "%s worker exited with status %d before running it" % (what, rc)}
+        # A worker may stop early on purpose (after an MLX error); continue after the last result.
+        start = max(results) + 1
     return results

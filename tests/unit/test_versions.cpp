@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
+#include <set>
 
 #include "format/codec.h"
 #include "format/record.h"
@@ -282,7 +284,7 @@ TEST(VersionsBytes, ConvolutionLayouts) {
   auto w = arange_f(12, {2, 3, 2}) * 0.1f;
   // stride 1, padding lo 3 / hi 2, kernel dilation 2: out = 5 + 3 + 2 - 5 + 1 = 6.
   auto fn = [](const mx::Args& a) {
-    return mx::Args{mx::conv_general(a[0], a[1], {1}, {3}, {2}, {2}, {1}, 1, false)};
+    return mx::Args{mx::conv_general(a[0], a[1], std::vector<int>{1}, std::vector<int>{3}, std::vector<int>{2}, std::vector<int>{2}, std::vector<int>{1}, 1, false)};
   };
   mx::Args args{x, w};
   const std::string tail = "01 00 00 00 00 ";  // groups 1, flip false
@@ -505,7 +507,7 @@ TEST(VersionsApi, ConvertFile) {
   expect_same(m(args), mx::import_function(in)(args));
   // Back to 0.30.1: the metadata must be dropped explicitly.
   try {
-    mx::convert_file(mid, back, {.version = "0.30.1"});
+    mx::convert_file(mid, back, {.version = "0.30.1", .metadata = std::nullopt});
     FAIL() << "expected a throw";
   } catch (const std::invalid_argument& e) {
     EXPECT_THAT(e.what(), HasSubstr("[convert] The file has metadata, but MLX 0.30.1's layout has no metadata field"));
@@ -514,7 +516,7 @@ TEST(VersionsApi, ConvertFile) {
   mx::convert_file(mid, back, {.version = "0.30.1", .metadata = ""});
   EXPECT_EQ(read_bytes(back), read_bytes(in));
   // Converting in place, and keeping the metadata when the target has it.
-  mx::convert_file(mid, mid, {.version = "0.32.2"});
+  mx::convert_file(mid, mid, {.version = "0.32.2", .metadata = std::nullopt});
   EXPECT_EQ(mx::import_function(mid).metadata(), "note");
   // A refusal leaves an existing output untouched.
   auto lse_in = temp_file("conv_lse");
@@ -522,7 +524,7 @@ TEST(VersionsApi, ConvertFile) {
                       {arange_f(6, {2, 3})});
   auto before = read_bytes(back);
   try {
-    mx::convert_file(lse_in, back, {.version = "0.24.0"});
+    mx::convert_file(lse_in, back, {.version = "0.24.0", .metadata = std::nullopt});
     FAIL() << "expected a throw";
   } catch (const std::invalid_argument& e) {
     EXPECT_EQ(std::string(e.what()),

@@ -225,7 +225,7 @@ TEST(VersionsMatrix, Spec5_0_6OlderFilesInV0_30_1) {
   // Distinct strides and paddings, so that a rotated state cannot look right.
   contents.push_back({"Convolution",
                       [](const mx::Args& a) {
-                        return mx::Args{mx::conv_general(a[0], a[1], {2}, {3}, {1}, {1}, {1}, 1, false)};
+                        return mx::Args{mx::conv_general(a[0], a[1], std::vector<int>{2}, std::vector<int>{3}, std::vector<int>{1}, std::vector<int>{1}, std::vector<int>{1}, 1, false)};
                       },
                       {arange_f(18, {1, 9, 2}), arange_f(12, {2, 3, 2})}});
   contents.push_back({"Quantize", [](const mx::Args& a) { return mx::quantize(a[0], 32, 4); }, {w}});

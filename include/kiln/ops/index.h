@@ -77,5 +77,10 @@ array argpartition(const array& a, int kth, StreamOrDevice s = {});
 array argpartition(const array& a, int kth, int axis, StreamOrDevice s = {});
 array topk(const array& a, int k, StreamOrDevice s = {});
 array topk(const array& a, int k, int axis, StreamOrDevice s = {});
+// Indices (uint32, the shape of `values`) that keep the 1-D `sorted_sequence` sorted when each value
+// is inserted: side "left" counts the elements less than the value, "right" those less or equal
+// (the primitive SearchSorted; MLX 0.32.1 on, so files with it need that layout).
+array searchsorted(const array& sorted_sequence, const array& values, const std::string& side = "left",
+                   StreamOrDevice s = {});
 
 }  // namespace kiln

@@ -130,8 +130,8 @@ std::vector<Versioned> make_table() {
                  {-1, 0, 1, 2},
                  {{{"reduce_type", FieldType::Int}, int32_t(4), true, "reduce type (Max 0, Min 1, Sum 2, Prod 3, None 4)"}}}},
                {}});
-  std::vector<int> ck(13);
-  for (int i = 0; i < 13; ++i) ck[i] = i;
+  std::vector<int> ck(14);  // name, source, grid x3, threadgroup x3, shape_infos, ..., shared_memory
+  for (int i = 0; i < 14; ++i) ck[i] = i;
   std::vector<int> ck32 = ck;
   ck32.push_back(-1);
   t.push_back({"CustomKernel",
@@ -153,6 +153,16 @@ const Table& table() {
       if (!def) continue;  // a family that is not linked in
       for (auto& l : row.layouts) {
         for (int k : l.order) l.fields.push_back(k >= 0 ? def->fields.at(k) : l.extras.at(-k - 1).field);
+        // Every registry field is either on disk or has a default (a table that drifted from its
+        // registry row would otherwise drop a field silently).
+        for (int k = 0; k < static_cast<int>(def->fields.size()); ++k) {
+          bool on_disk = std::find(l.order.begin(), l.order.end(), k) != l.order.end();
+          bool has_default = std::any_of(row.defaults.begin(), row.defaults.end(), [&](auto& d) { return d.field == k; });
+          if (!on_disk && !has_default) {
+            throw std::logic_error("[format] The " + l.since.str() + " layout of " + row.name + " misses field " +
+                                   def->fields[k].name + ".");
+          }
+        }
       }
       out.rows.emplace(row.name, std::move(row));
     }

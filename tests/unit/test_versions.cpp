@@ -411,7 +411,7 @@ TEST(VersionsBytes, SliceUpdateAndCustomKernelLayouts) {
   spec.shape_infos = {{false, false, false}};
   spec.shared_memory = 7;
   auto ck = [spec](const mx::Args& a) { return mx::fast::detail::custom_kernel(spec, {a[0]}, {{2}}, {mx::float32}); };
-  // ... is_precompiled (00), shared_memory (07 00 00 00), then P5 (0.30.1) or compile_options 0 then P5 (0.32.0).
+  // ... is_precompiled (00), shared_memory (07 00 00 00), then P5 (0.31.2) or compile_options 0 then P5 (0.32.0).
   auto tail_of = [](const std::vector<uint8_t>& b, size_t n) { return std::vector<uint8_t>(b.end() - static_cast<long>(n), b.end()); };
   auto b31 = export_bytes(ck, {mx::array({1.0f, 2.0f})}, "0.31.2");
   auto b32 = export_bytes(ck, {mx::array({1.0f, 2.0f})}, "0.32.0");

@@ -153,7 +153,7 @@ def main():
     results = workers.run(os.path.abspath(__file__), [manifest], len(cases))
 
     counts = {"passed": 0, "failed": 0, "skipped": 0, "known": 0}
-    lines = []
+    lines = {}  # (kind, reason) -> case names: a reason shared by many cases prints once
     for i, case in enumerate(cases):
         name = case["name"]
         r = results.get(i, {"status": "error", "why": "not run"})
@@ -176,11 +176,12 @@ def main():
             kind, text = "failed", "%s (expected %s: %s)" % (why, e["kind"], e["reason"])
         counts[kind] += 1
         if kind != "passed":
-            lines.append("  %-8s %s: %s" % (kind.upper(), name, text))
+            lines.setdefault((kind, text), []).append(name)
     print("%s (MLX %s): %d passed, %d failed, %d skipped, %d known differences (of %d cases)" % (
         label, version, counts["passed"], counts["failed"], counts["skipped"], counts["known"], len(cases)))
-    for line in lines:
-        print(line)
+    for (kind, text), names in lines.items():
+        shown = ", ".join(names[:4]) + (" and %d more cases" % (len(names) - 4) if len(names) > 4 else "")
+        print("  %-8s %s: %s" % (kind.upper(), shown, text))
     if counts["passed"] == 0 and cases:
         print("no case passed")
         return 1

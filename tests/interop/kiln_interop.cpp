@@ -167,7 +167,8 @@ int cmd_check(const fs::path& dir, const Options& o) {
   json m = kiln_golden::load_manifest(dir);
   auto expect = expectations(o.expect, "mlx_to_kiln", o.version);
   int passed = 0, failed = 0, skipped = 0, known = 0;
-  std::ostringstream lines;
+  // kind + reason -> case names, in first-seen order, so a reason shared by many cases prints once.
+  std::vector<std::pair<std::string, std::vector<std::string>>> lines;
   for (auto& c : m["cases"]) {
     const std::string name = c["name"];
     std::string kind, text;
@@ -211,13 +212,22 @@ int cmd_check(const fs::path& dir, const Options& o) {
     if (kind != "passed") {
       std::string k = kind;
       for (auto& ch : k) ch = static_cast<char>(std::toupper(ch));
-      lines << "  " << k << std::string(9 - k.size(), ' ') << name << ": " << one_line(text) << "\n";
+      std::string key = k + std::string(9 - k.size(), ' ') + "\x1f" + one_line(text);
+      auto it = std::find_if(lines.begin(), lines.end(), [&](auto& l) { return l.first == key; });
+      if (it == lines.end()) lines.push_back({key, {name}});
+      else it->second.push_back(name);
     }
   }
   std::cout << "mlx_to_kiln (files by " << m.value("producer", std::string("?")) << "): " << passed << " passed, "
             << failed << " failed, " << skipped << " skipped, " << known << " known differences (of "
-            << m["cases"].size() << " cases)\n"
-            << lines.str();
+            << m["cases"].size() << " cases)\n";
+  for (auto& [key, names] : lines) {
+    auto sep = key.find('\x1f');
+    std::cout << "  " << key.substr(0, sep) << names[0];
+    for (size_t i = 1; i < names.size() && i < 4; ++i) std::cout << ", " << names[i];
+    if (names.size() > 4) std::cout << " and " << names.size() - 4 << " more cases";
+    std::cout << ": " << key.substr(sep + 1) << "\n";
+  }
   if (passed == 0) {
     std::cout << "no case passed\n";
     return 1;

@@ -1,9 +1,10 @@
 // kiln's half of the interop tests against real MLX (scripts/interop/run.sh drives both halves):
 //
-//   kiln_interop export GOLDEN_DIR OUT_DIR --version V
+//   kiln_interop export GOLDEN_DIR OUT_DIR --version V [--convert]
 //       kiln imports every golden case, re-exports it (one trace per signature, as the round-trip
 //       conformance test does) in MLX V's layout to OUT_DIR/NAME.mlxfn, and writes OUT_DIR/manifest.json
 //       (the golden cases, pointing at kiln's files and the golden inputs/outputs) for MLX to check.
+//       --convert: the file is kiln::convert_file's rewrite of the golden file (`kiln convert`) instead.
 //   kiln_interop check DIR --version V [--expect FILE]
 //       kiln imports every case of DIR/manifest.json (written by MLX V, scripts/interop/gen_cases.py)
 //       and must reproduce MLX's outputs (tests/conformance/golden_runner.h judges a case).
@@ -33,6 +34,7 @@ namespace {
 
 struct Options {
   std::string version;
+  bool convert = false;  // export: kiln::convert_file rewrites the golden file instead of re-tracing it
   std::string expect;
 };
 
@@ -117,9 +119,15 @@ int cmd_export(const fs::path& golden_dir, const fs::path& out, const Options& o
       auto fn = kiln::import_function((golden / c["file"].get<std::string>()).string());
       const std::string path = (out / file).string();
       std::string metadata = has_metadata(o.version) ? case_metadata(name) : "";
-      kiln_golden::export_case(fn, c, golden, [&](const kiln::ArgsKwargsFn& f, bool shapeless) {
-        return open_exporter(path, f, shapeless, o.version, metadata);
-      });
+      if (o.convert) {
+        kiln::convert_file((golden / c["file"].get<std::string>()).string(), path,
+                           kiln::ConvertOptions{o.version, metadata.empty() ? std::nullopt
+                                                                            : std::optional<std::string>(metadata)});
+      } else {
+        kiln_golden::export_case(fn, c, golden, [&](const kiln::ArgsKwargsFn& f, bool shapeless) {
+          return open_exporter(path, f, shapeless, o.version, metadata);
+        });
+      }
       if (!metadata.empty()) c["metadata"] = metadata;
       auto written_info = kiln::import_function(path).info();
       c["gpu_streams"] = has_gpu_stream(written_info);
@@ -139,9 +147,9 @@ int cmd_export(const fs::path& golden_dir, const fs::path& out, const Options& o
     c["file"] = file;
     cases.push_back(c);
   }
-  std::ofstream(out / "manifest.json") << json{{"producer", "kiln (MLX " + o.version + " layout)"}, {"cases", cases}}.dump(1);
-  std::cout << "kiln wrote " << written << " of " << cases.size() << " golden cases in the MLX " << o.version
-            << " layout (" << skipped << " with primitives it lacks, " << failed << " failed)\n";
+  std::ofstream(out / "manifest.json") << json{{"producer", std::string(o.convert ? "kiln convert" : "kiln") + " (MLX " + o.version + " layout)"}, {"cases", cases}}.dump(1);
+  std::cout << "kiln " << (o.convert ? "converted " : "re-exported ") << written << " of " << cases.size()
+            << " golden cases to the MLX " << o.version << " layout (" << skipped << " with primitives it lacks, " << failed << " failed)\n";
   return failed ? 1 : 0;
 }
 
@@ -236,7 +244,7 @@ int cmd_check(const fs::path& dir, const Options& o) {
 }
 
 const char* kUsage =
-    "usage: kiln_interop export GOLDEN_DIR OUT_DIR --version V\n"
+    "usage: kiln_interop export GOLDEN_DIR OUT_DIR --version V [--convert]\n"
     "       kiln_interop check DIR --version V [--expect FILE]\n";
 
 }  // namespace
@@ -248,6 +256,8 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < a.size(); ++i) {
     if (a[i] == "--version" && i + 1 < a.size()) {
       o.version = a[++i];
+    } else if (a[i] == "--convert") {
+      o.convert = true;
     } else if (a[i] == "--expect" && i + 1 < a.size()) {
       o.expect = a[++i];
     } else {

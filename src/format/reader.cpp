@@ -230,7 +230,7 @@ class RecordParser {
            std::to_string(e.specs.size()));
     }
     std::string combine = reduce_expansion(*def, file_.layout, disk_state);
-    e.state = to_schema(*def, file_.layout, std::move(disk_state), in_specs, e.specs);
+    e.state = to_schema(*def, file_.layout, std::move(disk_state), in_specs, e.specs, mlx_rules_);
     if (!combine.empty()) expand_reducing_update(e, in_specs, combine);
     if (def->check) {
       // Rows whose recorded outputs are not a function of the state alone validate them directly.

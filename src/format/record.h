@@ -49,10 +49,12 @@ void write_header(ByteWriter& w, const FormatVersion& v, int32_t count, bool sha
 // whose payload this record carries are appended to `added` (the caller commits them once the
 // record is on disk).
 // Refuses ("[<api>] <what> cannot be written for MLX <v>: ...") before writing anything when `v`
-// cannot express a node, state value or dtype of the record (check_writable).
+// cannot express a node, state value or dtype of the record, or (`target_reads`) when MLX `v`'s own
+// reader would rebuild a node wrongly (check_writable). Tests that reproduce MLX's writer bytes turn
+// `target_reads` off.
 void write_record(ByteWriter& w, const Record& rec, const FormatVersion& v, const std::unordered_set<uint64_t>& written,
-                  std::vector<uint64_t>& added, const std::string& api = "export_function");
-void check_writable(const Record& rec, const FormatVersion& v, const std::string& api);
+                  std::vector<uint64_t>& added, const std::string& api = "export_function", bool target_reads = true);
+void check_writable(const Record& rec, const FormatVersion& v, const std::string& api, bool target_reads = true);
 
 // MLX's serialized name check (spec 3.1, 3.6): throws "[export_function] Unable to serialize
 // primitive <X>" (callback: "Unable to get state for primitive <X>") for a node kiln cannot write.

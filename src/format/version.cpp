@@ -33,6 +33,10 @@ const std::vector<FormatVersion>& releases() {
 // Releases that introduced a layout change (spec 5.0.2 A1-A17, 5.1 A1-A6).
 constexpr FormatVersion kNewDtypeCodes = V(0, 23, 0);
 constexpr FormatVersion kMetadata = V(0, 32, 1);
+constexpr FormatVersion kConvHighPadding = V(0, 25, 2);      // padding_lo and padding_hi both stored
+constexpr FormatVersion kConvConstructorOrder = V(0, 26, 2);  // stored in the constructor's order
+constexpr FormatVersion kOptionalBug = V(0, 30, 0);         // optional<float> misread, until 0.31.1
+constexpr FormatVersion kOptionalFix = V(0, 31, 1);
 
 // ---- versioned primitives ----
 
@@ -346,7 +350,7 @@ const std::vector<Field>& disk_fields(const PrimitiveDef& def, const FormatVersi
 }
 
 State to_schema(const PrimitiveDef& def, const FormatVersion& v, std::vector<Value> disk,
-                const std::vector<ArraySpec>& inputs, const std::vector<ArraySpec>& outputs) {
+                const std::vector<ArraySpec>& inputs, const std::vector<ArraySpec>& outputs, bool mlx_rules) {
   const Versioned* row = versioned(def);
   if (!row) {
     State s;
@@ -382,6 +386,19 @@ State to_schema(const PrimitiveDef& def, const FormatVersion& v, std::vector<Val
       derive = true;
     } else {
       s.values[d.field] = d.value;
+    }
+  }
+  if (mlx_rules && def.name == "Convolution" && v < kConvConstructorOrder) {
+    // MLX's reader hands the fields, in the order it wrote them, to a constructor that takes the
+    // strides first: before 0.25.2 strides and padding swap, then strides <- lo <- hi <- strides.
+    auto strides = s.values[0], lo = s.values[1], hi = s.values[2];
+    if (v < kConvHighPadding) {
+      s.values[0] = lo;
+      s.values[1] = strides;
+    } else {
+      s.values[0] = lo;
+      s.values[1] = hi;
+      s.values[2] = strides;
     }
   }
   if (derive) s.values[2] = derive_padding_hi(s, inputs, outputs);  // Convolution's padding_hi
@@ -433,11 +450,34 @@ void check_dtype_expressible(Dtype t, const FormatVersion& v, const std::string&
   }
 }
 
-std::vector<Value> from_schema(const PrimitiveDef& def, const FormatVersion& v, const State& state,
-                               const std::string& api) {
+void check_target_reads(const PrimitiveDef& def, const State& state, const FormatVersion& v, const std::string& api) {
+  if (def.name == "Convolution" && v < kConvConstructorOrder) {
+    auto& strides = state.ints(0);
+    auto& lo = state.ints(1);
+    auto& hi = state.ints(2);
+    bool same = v < kConvHighPadding ? strides == lo : (strides == lo && lo == hi);
+    if (!same) {
+      refuse(api,
+             "Convolution with kernel_strides=" + value_text(state.values[0]) + ", padding_lo=" +
+                 value_text(state.values[1]) + ", padding_hi=" + value_text(state.values[2]),
+             v,
+             "that release's reader passes the strides and paddings to Convolution in another order than it "
+             "writes them (fixed in 0.26.2), so it would run other values; only equal strides and paddings "
+             "survive");
+    }
+  }
+  if (def.name == "CustomKernel" && v >= kOptionalBug && v < kOptionalFix) {
+    auto* init = std::get_if<std::optional<float>>(&state.values.at(10));
+    if (init && init->has_value()) {
+      refuse(api, "CustomKernel with init_value=" + value_text(state.values[10]), v,
+             "that release's reader misreads a present init_value (fixed in 0.31.1)");
+    }
+  }
+}
+
+std::vector<Value> from_schema(const PrimitiveDef& def, const FormatVersion& v, const State& state) {
   const Versioned* row = versioned(def);
   if (!row) return state.values;
-  check_expressible(def, state, v, api);
   const Layout& l = layout_at(*row, v);
   std::vector<Value> out;
   out.reserve(l.order.size());

@@ -64,22 +64,29 @@ const std::vector<Field>& disk_fields(const PrimitiveDef& def, const FormatVersi
 // Decoded on-disk values -> the registry state. `inputs`/`outputs` are the node's recorded specs
 // (old Convolution layouts keep the high padding only in the output shape). Throws
 // std::invalid_argument "[import_function] ..." when a value has no kiln representation.
+// `mlx_rules`: the state MLX `v` itself would build (before 0.26.2 its reader passed Convolution's
+// fields to the constructor in another order, spec 5.0.2 A8 / A11).
 State to_schema(const PrimitiveDef& def, const FormatVersion& v, std::vector<Value> disk,
-                const std::vector<ArraySpec>& inputs, const std::vector<ArraySpec>& outputs);
+                const std::vector<ArraySpec>& inputs, const std::vector<ArraySpec>& outputs, bool mlx_rules = false);
 // SliceUpdate with a reduce type (MLX 0.31.2 on, for x.at[a:b].add(y) and the like): kiln's SliceUpdate
 // only replaces, so the reader expands such a node into Slice -> combine -> SliceUpdate, which every
 // layout can express. Returns the registry name of the combining primitive (Add, Multiply, Maximum,
 // Minimum) and marks the on-disk value as a plain update; empty for any other node.
 std::string reduce_expansion(const PrimitiveDef& def, const FormatVersion& v, std::vector<Value>& disk);
 
-// The registry state -> on-disk values at `v`. Throws std::invalid_argument "[<api>] <prim> ... cannot be
-// written for MLX <v> ..." when `v` cannot express the state (see check_expressible).
-std::vector<Value> from_schema(const PrimitiveDef& def, const FormatVersion& v, const State& state,
-                               const std::string& api = "export_function");
+// The registry state -> on-disk values at `v`, in the order MLX `v` writes them. Registry fields the
+// layout lacks are left out: check_expressible (called by the writer first) refuses when that loses
+// a value.
+std::vector<Value> from_schema(const PrimitiveDef& def, const FormatVersion& v, const State& state);
 
 // Whether `v` can express this node (its name in `v`'s table, its state values encodable). Throws
 // std::invalid_argument "[<api>] ..." naming the primitive and the version when not.
 void check_expressible(const PrimitiveDef& def, const State& state, const FormatVersion& v, const std::string& api);
+// Whether MLX `v`'s own reader rebuilds this node as written: before 0.26.2 it passes Convolution's
+// strides and paddings to the constructor in another order than it writes them (so only equal values
+// survive), and from 0.30.0 to 0.31.0 it misreads a CustomKernel's present init_value (spec 5.1 B2).
+// Throws "[<api>] ... cannot be written for MLX <v>: ..." naming the primitive when it does not.
+void check_target_reads(const PrimitiveDef& def, const State& state, const FormatVersion& v, const std::string& api);
 // Same for a dtype anywhere in a record; `where` says where it was found ("the output of Add").
 void check_dtype_expressible(Dtype t, const FormatVersion& v, const std::string& api, const std::string& where);
 

@@ -40,7 +40,7 @@ void check_serializable(const Record& rec, bool callback) {
   }
 }
 
-void check_writable(const Record& rec, const FormatVersion& v, const std::string& api) {
+void check_writable(const Record& rec, const FormatVersion& v, const std::string& api, bool target_reads) {
   for (size_t i = 0; i < rec.inputs.size(); ++i) {
     check_dtype_expressible(rec.inputs[i].dtype, v, api, "input " + std::to_string(i));
   }
@@ -49,6 +49,7 @@ void check_writable(const Record& rec, const FormatVersion& v, const std::string
       check_dtype_expressible(e.specs[0].dtype, v, api, "a constant");
     } else if (e.kind == Entry::Kind::Primitive && e.def) {
       check_expressible(*e.def, e.state, v, api);
+      if (target_reads) check_target_reads(*e.def, e.state, v, api);
       for (auto& s : e.specs) check_dtype_expressible(s.dtype, v, api, "an output of " + e.def->name);
       for (size_t k = 0; k < e.def->fields.size() && k < e.state.values.size(); ++k) {
         if (auto* t = std::get_if<Dtype>(&e.state.values[k])) {
@@ -60,8 +61,8 @@ void check_writable(const Record& rec, const FormatVersion& v, const std::string
 }
 
 void write_record(ByteWriter& w, const Record& rec, const FormatVersion& v, const std::unordered_set<uint64_t>& written,
-                  std::vector<uint64_t>& added, const std::string& api) {
-  check_writable(rec, v, api);
+                  std::vector<uint64_t>& added, const std::string& api, bool target_reads) {
+  check_writable(rec, v, api, target_reads);
   std::unordered_set<uint64_t> here;  // payloads written by this record
   w.u64(rec.kwarg_keys.size());
   for (auto& k : rec.kwarg_keys) w.str(k);

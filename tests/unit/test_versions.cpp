@@ -284,7 +284,8 @@ TEST(VersionsBytes, ConvolutionLayouts) {
   auto w = arange_f(12, {2, 3, 2}) * 0.1f;
   // stride 1, padding lo 3 / hi 2, kernel dilation 2: out = 5 + 3 + 2 - 5 + 1 = 6.
   auto fn = [](const mx::Args& a) {
-    return mx::Args{mx::conv_general(a[0], a[1], std::vector<int>{1}, std::vector<int>{3}, std::vector<int>{2}, std::vector<int>{2}, std::vector<int>{1}, 1, false)};
+    return mx::Args{mx::conv_general(a[0], a[1], std::vector<int>{1}, std::vector<int>{3}, std::vector<int>{2},
+                                     std::vector<int>{2}, std::vector<int>{1}, 1, false)};
   };
   mx::Args args{x, w};
   const std::string tail = "01 00 00 00 00 ";  // groups 1, flip false
@@ -300,15 +301,41 @@ TEST(VersionsBytes, ConvolutionLayouts) {
   };
   auto base = export_bytes(fn, args, "0.30.1");
   auto ref = import_and_call(base, args);
+  auto parsed = parse_mem(base);
   for (auto& [v, hex] : want) {
-    auto b = export_bytes(fn, args, v);
+    // The bytes MLX <v> writes (written here without the check of what its reader rebuilds).
+    fmt::ByteWriter w;
+    fmt::FormatVersion fv = fmt::target_version(v, "test");
+    fmt::write_header(w, fv, 1, false);
+    std::unordered_set<uint64_t> written;
+    std::vector<uint64_t> added;
+    fmt::write_record(w, parsed.records[0], fv, written, added, "export_function", /*target_reads=*/false);
+    auto b = w.flatten();
     auto n = from_hex(hex);
     EXPECT_EQ(to_hex(after_name(b, "Convolution", n.size())), to_hex(n)) << v;
+    // kiln reads them as their writer meant; the high padding of 0.25.1 comes back from the output shape.
     expect_same(import_and_call(b, args), ref);
-    // The high padding of 0.25.1 files comes back from the output shape.
     auto f = parse_mem(b);
     EXPECT_EQ(f.records[0].tape.back().state.ints(2), std::vector<int32_t>{2}) << v;
   }
+  // MLX before 0.26.2 hands these fields to the constructor in another order than it writes them, so
+  // kiln writes such a node for it only when that cannot change them.
+  EXPECT_EQ(export_error(fn, args, "0.25.1"),
+            "[export_function] Convolution with kernel_strides=[1], padding_lo=[3], padding_hi=[2] cannot be written "
+            "for MLX 0.25.1: that release's reader passes the strides and paddings to Convolution in another order "
+            "than it writes them (fixed in 0.26.2), so it would run other values; only equal strides and paddings "
+            "survive.");
+  EXPECT_THAT(export_error(fn, args, "0.26.1"), HasSubstr("cannot be written for MLX 0.26.1"));
+  EXPECT_EQ(export_error(fn, args, "0.26.2"), "");
+  // Stride 2 with low padding 2 survives 0.25.1 (its high padding is not stored); 0.26.1 also needs hi = 2.
+  auto even = [](const mx::Args& a) {
+    return mx::Args{mx::conv_general(a[0], a[1], std::vector<int>{2}, std::vector<int>{2}, std::vector<int>{1},
+                                     std::vector<int>{1}, std::vector<int>{1}, 1, false)};
+  };
+  auto eb = export_bytes(even, args, "0.25.1");
+  EXPECT_EQ(to_hex(after_name(eb, "Convolution", 36)), to_hex(from_hex(vec1(2) + vec1(2) + vec1(1))));
+  expect_same(import_and_call(eb, args), even(args));
+  EXPECT_THAT(export_error(even, args, "0.26.1"), HasSubstr("padding_hi=[1] cannot be written for MLX 0.26.1"));
 }
 
 TEST(VersionsBytes, QuantizedLayouts) {

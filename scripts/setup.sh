@@ -23,7 +23,7 @@ done
 # (a python3 that has ensurepip, e.g. pyenv's, makes venvs without the Debian packages)
 if [ -n "$missing" ] && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
   echo "[setup] installing (optional, for the MLX interop tests):$missing"
-  { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null; } ||
+  { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null; } ||
     echo "[setup] could not install$missing; the MLX interop tests will report skipped"
 fi
 BUILD_DIR="${BUILD_DIR:-build}"

@@ -20,8 +20,15 @@ missing=""
 for p in python3 python3-venv python3-pip; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
 done
-# (a python3 that has ensurepip, e.g. pyenv's, makes venvs without the Debian packages)
-if [ -n "$missing" ] && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+# (a python3 that already makes venvs with pip, e.g. pyenv's, needs none of the Debian packages)
+venv_works() {
+  local d
+  d=$(mktemp -d) && python3 -m venv "$d/v" >/dev/null 2>&1 && [ -x "$d/v/bin/pip" ]
+  local rc=$?
+  rm -rf "$d"
+  return $rc
+}
+if [ -n "$missing" ] && ! venv_works; then
   echo "[setup] installing (optional, for the MLX interop tests):$missing"
   { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null; } ||
     echo "[setup] could not install$missing; the MLX interop tests will report skipped"

@@ -11,7 +11,7 @@ ctest --output-on-failure -j"$(nproc)" "$@" || rc=$?
 # The interop tests' per-version counts and their skipped/known cases with reasons (CTest shows the
 # output of failed tests only).
 if [ -f Testing/Temporary/LastTest.log ]; then
-  summary=$(grep -E '^(kiln_to_mlx|mlx_to_kiln|kiln |generated|SKIPPED: MLX)|^  (SKIPPED|KNOWN|FAILED) ' \
+  summary=$(grep -E '^(kiln_to_mlx|mlx_to_kiln|kiln |generated|SKIPPED: MLX)|^  (SKIPPED  |KNOWN    |FAILED   )' \
     Testing/Temporary/LastTest.log || true)
   if [ -n "$summary" ]; then
     echo "---- interop with real MLX (ctest -L interop) ----"

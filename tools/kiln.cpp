@@ -36,12 +36,15 @@ const char* kMainHelp =
     "Run 'kiln <command> --help' for a command's options.\n";
 
 const char* kRunHelp =
-    "usage: kiln run FILE [--arg A.npy]... [--kwarg NAME=B.npy]... [--out DIR]\n"
+    "usage: kiln run FILE [--arg A.npy]... [--kwarg NAME=B.npy]... [--out DIR] [--mlx-cpu-quirks]\n"
     "\n"
     "Import FILE, call it with the given positional (--arg, in order) and keyword (--kwarg) inputs,\n"
     "and write the outputs to DIR/out0.npy, DIR/out1.npy, ... (DIR defaults to the current directory).\n"
     "The call is matched to the stored trace with the same dtypes and shapes (any shape for shapeless\n"
-    "files); if none matches, the available signatures are listed.\n";
+    "files); if none matches, the available signatures are listed.\n"
+    "  --mlx-cpu-quirks  reproduce the numbers of the writing MLX version's CPU backend, known bugs\n"
+    "                    included (MLX < 0.31: mxfp8/nvfp4 quantized_matmul read as mxfp4); by default\n"
+    "                    kiln computes the documented result\n";
 
 const char* kInspectHelp =
     "usage: kiln inspect FILE [--json] [--tape]\n"
@@ -86,6 +89,7 @@ struct CallInputs {
   int warmup = 2;
   bool json = false;
   bool tape = false;
+  bool quirks = false;
 };
 
 int parse_int(const std::string& flag, const std::string& v) {
@@ -122,6 +126,8 @@ CallInputs parse(const std::vector<std::string>& a, const std::string& cmd) {
       c.iters = parse_int(s, value(i));
     } else if (s == "--warmup" && cmd == "bench") {
       c.warmup = parse_int(s, value(i));
+    } else if (s == "--mlx-cpu-quirks" && cmd == "run") {
+      c.quirks = true;
     } else if (s == "--json" && cmd == "inspect") {
       c.json = true;
     } else if (s == "--tape" && cmd == "inspect") {
@@ -157,7 +163,9 @@ int cmd_run(const std::vector<std::string>& a) {
     return 0;
   }
   auto c = parse(a, "run");
-  auto fn = kiln::import_function(c.file);
+  kiln::ImportOptions options;
+  options.writer_cpu_quirks = c.quirks;
+  auto fn = kiln::import_function(c.file, options);
   auto outs = fn(c.args, c.kwargs);
   kiln::eval(outs);
   fs::create_directories(c.out_dir);

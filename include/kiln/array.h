@@ -32,7 +32,9 @@ struct Device {
 struct Stream {
   int index = 0;
   Device device{};
-  constexpr Stream(int i = 0, Device d = Device{}) : index(i), device(d) {}
+  constexpr Stream() = default;
+  // Explicit, as in MLX: otherwise `{3}` could mean a stream where an op also takes axes.
+  constexpr explicit Stream(int i, Device d = Device{}) : index(i), device(d) {}
   bool operator==(const Stream&) const = default;
 };
 

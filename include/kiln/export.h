@@ -201,7 +201,16 @@ struct ImportedFunction {
 };
 
 // Parse `file` completely (constants stay on disk until a call needs them) and return a callable.
+struct ImportOptions {
+  // Reproduce the numbers MLX's CPU backend gave for this file, bugs included, when the file was
+  // written by an MLX version with a known CPU bug on a CPU stream. Off by default: kiln computes the
+  // documented semantics. Today one quirk exists: before 0.31, MLX's CPU computes QuantizedMatmul and
+  // GatherQMM of the mxfp8 and nvfp4 modes by reading the operands as mxfp4 data.
+  bool writer_cpu_quirks = false;
+};
+
 // Throws "[import_function] ..." on a file that cannot be opened or is malformed.
 ImportedFunction import_function(const std::string& file);
+ImportedFunction import_function(const std::string& file, const ImportOptions& options);
 
 }  // namespace kiln

@@ -7,6 +7,7 @@
 #include "primitives/common.h"
 #include "primitives/fast_internal.h"
 #include "primitives/quantized_internal.h"
+#include "primitives/quirks.h"
 
 namespace kiln {
 
@@ -281,7 +282,44 @@ void dispatch_scales(const Node& node, Dtype x_dtype, F&& f) {
   });
 }
 
+// Each batch matrix of `a` cut to its first rows*new_cols elements, as a contiguous [..., rows, new_cols].
+array matrix_prefixes(const array& a, int64_t new_cols) {
+  const array c = a.row_contiguous() ? a : cpu::contiguous_copy(a);
+  const int64_t rows = a.shape()[a.ndim() - 2], cols = a.shape().back();
+  Shape sh = a.shape();
+  sh.back() = static_cast<int32_t>(new_cols);
+  array out(sh, a.dtype(), nullptr, 0);
+  out.alloc();
+  const size_t item = size_of(a.dtype());
+  const auto* src = static_cast<const uint8_t*>(c.raw_data());
+  auto* dst = static_cast<uint8_t*>(out.raw_data());
+  for (int64_t b = 0, nb = batch_count(a); b < nb; ++b) {
+    std::memcpy(dst + b * rows * new_cols * item, src + b * rows * cols * item, rows * new_cols * item);
+  }
+  return out;
+}
+
+// ImportOptions::writer_cpu_quirks (quirks.h): the operands as MLX < 0.31's CPU read an mxfp8/nvfp4
+// product: as mxfp4 data holding the same number of values, from the start of each matrix.
+Node as_mxfp4_read(const Node& node, std::vector<array>& in) {
+  Node n = node;
+  const int gs = node.state.i(0), bits = node.state.i(1);
+  in[1] = matrix_prefixes(in[1], in[1].shape().back() * 4 / bits);
+  in[2] = matrix_prefixes(in[2], in[2].shape().back() * gs / 32);
+  n.state.values[0] = int32_t{32};
+  n.state.values[1] = int32_t{4};
+  n.state.values[2] = static_cast<int32_t>(QuantizationMode::Mxfp4);
+  n.extra.reset();
+  return n;
+}
+
 void qmm_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
+  if (quirks::fp_qmm_read_as_mxfp4(node)) {
+    std::vector<array> in2 = in;
+    const Node n2 = as_mxfp4_read(node, in2);
+    qmm_cpu(n2, in2, out);
+    return;
+  }
   const array &x = in[0], &w = in[1];
   const int64_t K = x.shape().back();
   std::vector<std::pair<int64_t, int64_t>> jobs;
@@ -301,6 +339,12 @@ void qmm_cpu(const Node& node, const std::vector<array>& in, std::vector<array>&
 }
 
 void gather_qmm_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
+  if (quirks::fp_qmm_read_as_mxfp4(node)) {
+    std::vector<array> in2 = in;
+    const Node n2 = as_mxfp4_read(node, in2);
+    gather_qmm_cpu(n2, in2, out);
+    return;
+  }
   const array& x = in[0];
   const array& lhs = in[in.size() - 2];
   const array& rhs = in.back();

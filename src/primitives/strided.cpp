@@ -82,8 +82,10 @@ void register_strided() {
                                {"offset", FieldType::Size}},
                     .min_inputs = 1, .max_inputs = 1, .infer = as_strided_infer, .cpu = as_strided_cpu,
                     .shapeless = false});
+  // kNoOp: an export drops it (it changes the layout, never the values), so kiln exports contiguous()
+  // where MLX 0.30.1 refuses it, and the file stays readable by MLX.
   registry::define({.name = "Contiguous", .fields = {{"allow_col_major", FieldType::Bool}}, .min_inputs = 1,
-                    .max_inputs = 1, .flags = kNotSerializable, .infer = same_infer, .cpu = contiguous_cpu});
+                    .max_inputs = 1, .flags = kNotSerializable | kNoOp, .infer = same_infer, .cpu = contiguous_cpu});
 }
 }  // namespace primitives
 

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "format/codec.h"
+#include "format/version.h"
 #include "primitives/load.h"
 #include "trace/match.h"
 #include "trace/tape.h"
@@ -18,6 +19,8 @@ struct FunctionTable {
   std::map<size_t, std::vector<size_t>> groups;  // input count -> record indices, in file order
   mutable std::once_flag info_once;
   mutable FileInfo info;
+  bool quirks = false;
+  int writer[3] = {0, 0, 0};  // the header's version, for quirks
 
   void build_info() const {
     info.version = file.version;
@@ -88,7 +91,7 @@ struct FunctionTable {
         if (signature_matches(rec.kwarg_keys, rec.inputs, args, kw, file.shapeless)) {
           std::vector<array> inputs = args;
           for (auto& [k, a] : kw) inputs.push_back(a);
-          return replay(rec, inputs, file.shapeless);
+          return replay(rec, inputs, file.shapeless, quirks ? writer : nullptr);
         }
       }
     }
@@ -113,7 +116,9 @@ std::vector<array> ImportedFunction::operator()(const Args& args, const Kwargs& 
 const FileInfo& ImportedFunction::info() const { return table_->get_info(); }
 const std::string& ImportedFunction::metadata() const { return table_->file.metadata; }
 
-ImportedFunction import_function(const std::string& file) {
+ImportedFunction import_function(const std::string& file) { return import_function(file, ImportOptions{}); }
+
+ImportedFunction import_function(const std::string& file, const ImportOptions& options) {
   auto table = std::make_shared<detail::FunctionTable>();
   auto src = std::make_shared<format::FileSource>(file);
   table->source = src;
@@ -122,6 +127,13 @@ ImportedFunction import_function(const std::string& file) {
   });
   for (size_t r = 0; r < table->file.records.size(); ++r) {
     table->groups[table->file.records[r].inputs.size()].push_back(r);
+  }
+  format::FormatVersion v;
+  if (options.writer_cpu_quirks && format::FormatVersion::parse(table->file.version, v)) {
+    table->quirks = true;
+    table->writer[0] = v.major;
+    table->writer[1] = v.minor;
+    table->writer[2] = v.patch;
   }
   return ImportedFunction(std::move(table));
 }

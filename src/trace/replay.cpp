@@ -4,11 +4,13 @@
 
 #include "format/codec.h"
 #include "primitives/load.h"
+#include "primitives/quirks.h"
 #include "trace/tape.h"
 
 namespace kiln::detail {
 
-std::vector<array> replay(const format::Record& rec, const std::vector<array>& inputs, bool shapeless) {
+std::vector<array> replay(const format::Record& rec, const std::vector<array>& inputs, bool shapeless,
+                          const int* quirks_of) {
   using format::Entry;
   std::unordered_map<uint64_t, array> values;
   values.reserve(rec.tape.size() + inputs.size());
@@ -42,6 +44,7 @@ std::vector<array> replay(const format::Record& rec, const std::vector<array>& i
           for (size_t k = 0; k < specs.size(); ++k) specs[k].shape = std::move(inferred[k].shape);
         }
         auto outs = make_arrays(*e.def, e.state, ins, std::move(specs), cpu);
+        if (quirks_of) quirks::mark(outs, quirks_of[0], quirks_of[1], quirks_of[2], e.stream.device_type);
         for (size_t k = 0; k < outs.size(); ++k) values.emplace(e.out_ids[k], std::move(outs[k]));
         break;
       }

@@ -117,10 +117,10 @@ struct Outcome {
 };
 
 // Import the case's file and run it; a primitive kiln lacks is reported as Unsupported (its name).
-inline Outcome evaluate_case(const nlohmann::json& c, const fs::path& root) {
+inline Outcome evaluate_case(const nlohmann::json& c, const fs::path& root, const kiln::ImportOptions& options = {}) {
   const std::string file = (root / c["file"].get<std::string>()).string();
   try {
-    auto fn = kiln::import_function(file);
+    auto fn = kiln::import_function(file, options);
     auto why = run_calls(fn, c, root);
     return {why.empty() ? Status::Passed : Status::Failed, why};
   } catch (const std::exception& e) {

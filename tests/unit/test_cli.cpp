@@ -90,6 +90,23 @@ TEST(Cli, RunWritesOutputs) {
   fs::remove_all(out);
 }
 
+// --mlx-cpu-quirks reproduces MLX 0.30.1's CPU numbers for an nvfp4 product (ImportOptions::writer_cpu_quirks);
+// without it kiln computes the true product, which differs.
+TEST(Cli, RunWithMlxCpuQuirks) {
+  const fs::path c = kGolden / "quantized_matmul_nvfp4";
+  fs::path out = fs::temp_directory_path() / ("kiln_cli_quirks_" + std::to_string(::getpid()));
+  std::string args = (c / "quantized_matmul_nvfp4.mlxfn").string();
+  for (int i = 0; i < 3; ++i) args += " --arg " + (c / ("call0_arg" + std::to_string(i) + ".npy")).string();
+  auto want = kiln::load((c / "call0_out0.npy").string());
+  auto r = run_cli("run " + args + " --mlx-cpu-quirks --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(kiln::allclose(kiln::load((out / "out0.npy").string()), want, 1e-3, 1e-3).item<bool>());
+  r = run_cli("run " + args + " --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(kiln::allclose(kiln::load((out / "out0.npy").string()), want, 1e-3, 1e-3).item<bool>());
+  fs::remove_all(out);
+}
+
 TEST(Cli, InspectJson) {
   auto r = run_cli("inspect --json " + (kGolden / "multi_trace_shared_constant/multi_trace_shared_constant.mlxfn").string());
   ASSERT_EQ(r.code, 0) << r.err;

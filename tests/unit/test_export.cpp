@@ -216,30 +216,30 @@ TEST(Export, DuplicateSignatureAndClosedErrors) {
 TEST(Export, UnserializablePrimitiveIsRejectedBeforeWriting) {
   auto path = temp_file("unser");
   auto ex = mx::exporter(path, [](const mx::Args& a) {
-    if (a[0].ndim() == 1) return one(mx::contiguous(mx::add(a[0], a[0])));
+    if (a[0].ndim() == 1) return one(mx::bitwise_invert(mx::add(a[0], a[0])));
     return one(mx::add(a[0], a[0]));
   });
-  ex({mx::zeros({2, 2})});
+  ex({mx::zeros({2, 2}, mx::int32)});
   auto before = read_bytes(path);
   try {
-    ex({mx::zeros({3})});
+    ex({mx::zeros({3}, mx::int32)});
     FAIL() << "expected a throw";
   } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "[export_function] Unable to serialize primitive Contiguous");
+    EXPECT_STREQ(e.what(), "[export_function] Unable to serialize primitive BitwiseInvert");
   }
   EXPECT_EQ(read_bytes(path), before);  // nothing written for the failed trace
-  ex({mx::zeros({4, 4})});
+  ex({mx::zeros({4, 4}, mx::int32)});
   auto f = mx::import_function(path);
   EXPECT_EQ(f.info().functions.size(), 2u);
-  EXPECT_EQ(values<float>(f({mx::ones({2, 2})})[0]), (std::vector<float>{2, 2, 2, 2}));
+  EXPECT_EQ(values<int32_t>(f({mx::ones({2, 2}, mx::int32)})[0]), (std::vector<int32_t>{2, 2, 2, 2}));
 
   // Callback mode has its own text.
   auto cb = [](const mx::ExportCallbackInput&) {};
   try {
-    mx::export_function(cb, [](const mx::Args& a) { return one(mx::contiguous(a[0])); }, {mx::zeros({2})});
+    mx::export_function(cb, [](const mx::Args& a) { return one(mx::bitwise_invert(a[0])); }, {mx::zeros({2}, mx::int32)});
     FAIL() << "expected a throw";
   } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "[export_function] Unable to get state for primitive Contiguous");
+    EXPECT_STREQ(e.what(), "[export_function] Unable to get state for primitive BitwiseInvert");
   }
   std::remove(path.c_str());
 }

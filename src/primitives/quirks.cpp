@@ -1,0 +1,29 @@
+#include "primitives/quirks.h"
+
+#include "kiln/ops/quantized.h"
+
+namespace kiln::quirks {
+
+namespace {
+// The address identifies the quirk; the value is never read.
+const char kFpAsMxfp4 = 0;
+}  // namespace
+
+bool fp_qmm_read_as_mxfp4(const Node& node) { return node.extra.get() == &kFpAsMxfp4; }
+
+bool mark(const std::vector<array>& outputs, int major, int minor, int patch, int device_type) {
+  (void)patch;
+  if (outputs.empty() || !outputs[0].has_primitive() || device_type != 0) return false;
+  Node& node = *outputs[0].node();
+  const std::string& name = node.def->name;
+  if (name != "QuantizedMatmul" && name != "GatherQMM") return false;
+  const int mode = node.state.i(2);
+  const bool fp_not_mxfp4 =
+      mode == static_cast<int>(QuantizationMode::Mxfp8) || mode == static_cast<int>(QuantizationMode::Nvfp4);
+  const bool before_0_31 = major == 0 && minor < 31;
+  if (!fp_not_mxfp4 || !before_0_31) return false;
+  node.extra = std::shared_ptr<const void>(&kFpAsMxfp4, [](const void*) {});
+  return true;
+}
+
+}  // namespace kiln::quirks

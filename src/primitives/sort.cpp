@@ -1,16 +1,13 @@
-// Sort primitives (Sort, ArgSort, Partition, ArgPartition, SearchSorted) and the ops sort, argsort,
-// partition, argpartition, topk and searchsorted. Every row along the axis is sorted on its own (rows run in parallel) with a
+// Sort primitives (Sort, ArgSort, Partition, ArgPartition) and the ops sort, argsort, partition,
+// argpartition and topk. Every row along the axis is sorted on its own (rows run in parallel) with a
 // stable sort, or partitioned with nth_element. NaN sorts after every number, as MLX intends
 // (MLX 0.30.1 leaves NaN order undefined for float16, bfloat16 and in complex argsort; kiln does not).
 #include <algorithm>
-#include <climits>
 #include <cmath>
-#include <cstdint>
 #include <memory>
 #include <numeric>
 
 #include "backend/cpu/loops.h"
-#include "kiln/ops/elementwise.h"
 #include "kiln/ops/index.h"
 #include "kiln/ops/shape.h"
 #include "primitives/common.h"
@@ -198,48 +195,13 @@ std::vector<ArraySpec> argpartition_infer(const State& st, const std::vector<Arr
   return {{in[0].shape, uint32}};
 }
 
-// ---- SearchSorted (MLX 0.32.1+): for each value, how many sorted elements order before it ----
-// left: elements strictly less than the value; right: elements less than or equal. The order is
-// the one Sort uses (NaN last), so the answers agree with sorting the sequence.
-void searchsorted_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
-  array& o = out[0];
-  o.alloc();
-  if (o.size() == 0) return;
-  const array seq = cpu::contiguous_copy(in[0]);
-  const array vals = cpu::contiguous_copy(in[1]);
-  const bool right = node.state.b(0);
-  uint32_t* dst = o.data<uint32_t>();
-  cpu::dispatch_all(seq.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T* first = seq.data<T>();
-    const T* last = first + seq.size();
-    const T* v = vals.data<T>();
-    cpu::parallel_for(o.size(), cpu::kGrainMedium, [&](size_t b, size_t e) {
-      for (size_t i = b; i < e; ++i) {
-        const T* p = right ? std::upper_bound(first, last, v[i], NanLess<T>{})
-                           : std::lower_bound(first, last, v[i], NanLess<T>{});
-        dst[i] = static_cast<uint32_t>(p - first);
-      }
-    });
-  });
-}
-
-std::vector<ArraySpec> searchsorted_infer(const State&, const std::vector<ArraySpec>& in) {
-  if (in[0].shape.size() != 1) {
-    fail("[searchsorted] The sorted sequence must be 1-D but has " + std::to_string(in[0].shape.size()) +
-         " dimensions.");
-  }
-  if (in[0].dtype != in[1].dtype) {
-    fail("[searchsorted] The sorted sequence (" + dtype_name(in[0].dtype) + ") and the values (" +
-         dtype_name(in[1].dtype) + ") must have the same dtype.");
-  }
-  return {{in[1].shape, uint32}};
-}
-
 }  // namespace
 
 namespace primitives {
+void register_search_sorted();  // search_sorted.cpp
+
 void register_sort() {
+  register_search_sorted();
   registry::define({.name = "Sort",
                     .fields = {{"axis", FieldType::Int}},
                     .min_inputs = 1,
@@ -264,12 +226,6 @@ void register_sort() {
                     .max_inputs = 1,
                     .infer = argpartition_infer,
                     .cpu = argpartition_cpu});
-  registry::define({.name = "SearchSorted",
-                    .fields = {{"right", FieldType::Bool}},
-                    .min_inputs = 2,
-                    .max_inputs = 2,
-                    .infer = searchsorted_infer,
-                    .cpu = searchsorted_cpu});
 }
 }  // namespace primitives
 
@@ -328,22 +284,6 @@ array partition(const array& a, int kth, StreamOrDevice s) { return partition(fl
 array partition(const array& a, int kth, int axis, StreamOrDevice s) { return partition_op(a, kth, axis, false, s); }
 array argpartition(const array& a, int kth, StreamOrDevice s) { return argpartition(flat(a, s), kth, 0, s); }
 array argpartition(const array& a, int kth, int axis, StreamOrDevice s) { return partition_op(a, kth, axis, true, s); }
-
-array searchsorted(const array& sorted_sequence, const array& values, const std::string& side, StreamOrDevice s) {
-  if (side != "left" && side != "right") fail("[searchsorted] Invalid side '" + side + "'. Expected 'left' or 'right'.");
-  if (sorted_sequence.ndim() != 1) {
-    fail("[searchsorted] The sorted sequence must be 1-D but has " + std::to_string(sorted_sequence.ndim()) +
-         " dimensions.");
-  }
-  if (sorted_sequence.size() > UINT32_MAX) {
-    fail("[searchsorted] The sorted sequence has " + std::to_string(sorted_sequence.size()) +
-         " elements, more than the uint32 output can index.");
-  }
-  const Dtype t = promote_types(sorted_sequence.dtype(), values.dtype());
-  static const PrimitiveDef& d = detail::def("SearchSorted");
-  return make_array(d, State{side == "right"}, {astype(sorted_sequence, t, s), astype(values, t, s)},
-                    {{values.shape(), uint32}}, to_stream(s));
-}
 
 array topk(const array& a, int k, StreamOrDevice s) { return topk(flat(a, s), k, 0, s); }
 

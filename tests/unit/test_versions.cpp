@@ -560,3 +560,57 @@ TEST(VersionsApi, ConvertFile) {
   EXPECT_EQ(read_bytes(back), before);
   for (auto& p : {in, mid, back, lse_in}) std::filesystem::remove(p);
 }
+
+// ---- SearchSorted: in the table from MLX 0.32.1 ----
+
+TEST(VersionsSearchSorted, MatchesNumpy) {
+  // numpy.searchsorted([1, 2, 2, 4], [0, 2, 3, 5], side) = [0, 1, 3, 4] (left), [0, 3, 3, 4] (right).
+  auto seq = mx::array({1.0f, 2.0f, 2.0f, 4.0f});
+  auto v = mx::array({0, 2, 3, 5}, {2, 2});  // int32 values promote with the float32 sequence
+  auto l = mx::searchsorted(seq, v);
+  auto r = mx::searchsorted(seq, v, "right");
+  EXPECT_EQ(l.dtype(), mx::uint32);
+  EXPECT_EQ(l.shape(), (mx::Shape{2, 2}));
+  EXPECT_EQ(values<uint32_t>(l), (std::vector<uint32_t>{0, 1, 3, 4}));
+  EXPECT_EQ(values<uint32_t>(r), (std::vector<uint32_t>{0, 3, 3, 4}));
+  // NaN sorts last: numpy gives [2, 2] (left) and [3, 2] (right) for [nan, 3] in [1, 2, nan].
+  float nan = std::nanf("");
+  auto sn = mx::array({1.0f, 2.0f, nan});
+  auto vn = mx::array({nan, 3.0f});
+  EXPECT_EQ(values<uint32_t>(mx::searchsorted(sn, vn)), (std::vector<uint32_t>{2, 2}));
+  EXPECT_EQ(values<uint32_t>(mx::searchsorted(sn, vn, "right")), (std::vector<uint32_t>{3, 2}));
+  // A strided sequence, integer dtypes, empty values.
+  auto strided = mx::slice(mx::array({0, 9, 10, 9, 20, 9, 30, 9}), {0}, {8}, {2});
+  EXPECT_EQ(values<uint32_t>(mx::searchsorted(strided, mx::array({25, -1, 10}))), (std::vector<uint32_t>{3, 0, 1}));
+  EXPECT_EQ(mx::searchsorted(seq, mx::zeros({0}, mx::float32)).shape(), (mx::Shape{0}));
+  EXPECT_THROW(mx::searchsorted(seq, v, "middle"), std::invalid_argument);
+  try {
+    mx::searchsorted(mx::zeros({2, 2}, mx::float32), v);
+    FAIL() << "expected a throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "[searchsorted] The sorted sequence must be 1-D but has 2 dimensions.");
+  }
+}
+
+TEST(VersionsSearchSorted, WrittenFrom0_32_1Only) {
+  auto fn = [](const mx::Args& a) { return mx::Args{mx::searchsorted(a[0], a[1], "right")}; };
+  mx::Args args{mx::array({1.0f, 2.0f, 4.0f}), mx::array({2.0f, 3.0f})};
+  EXPECT_EQ(export_error(fn, args, "0.30.1"),
+            "[export_function] SearchSorted cannot be written for MLX 0.30.1: MLX can serialize it only from 0.32.1.");
+  auto b = export_bytes(fn, args, "0.32.1");
+  // State: bool right, then P5.
+  EXPECT_EQ(to_hex(after_name(b, "SearchSorted", 9)), to_hex(from_hex("01 " + U64_0)));
+  auto out = import_and_call(b, args);
+  EXPECT_EQ(values<uint32_t>(out[0]), (std::vector<uint32_t>{2, 2}));
+  // A 0.31.2 file cannot name it (MLX 0.31.2's table has no such entry).
+  auto relabeled = b;
+  relabeled.erase(relabeled.begin() + 19, relabeled.begin() + 27);  // drop H4
+  for (int i = 0; i < 6; ++i) relabeled[8 + i] = "0.31.2"[i];
+  try {
+    parse_mem(relabeled);
+    FAIL() << "expected a throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "[import_function] Unable to deserialize primitive SearchSorted (not in the table of MLX 0.31.2 files)");
+  }
+}

@@ -75,12 +75,12 @@ array partition(const array& a, int kth, StreamOrDevice s = {});
 array partition(const array& a, int kth, int axis, StreamOrDevice s = {});
 array argpartition(const array& a, int kth, StreamOrDevice s = {});
 array argpartition(const array& a, int kth, int axis, StreamOrDevice s = {});
-array topk(const array& a, int k, StreamOrDevice s = {});
-array topk(const array& a, int k, int axis, StreamOrDevice s = {});
-// Indices (uint32, the shape of `values`) that keep the 1-D `sorted_sequence` sorted when each value
-// is inserted: side "left" counts the elements less than the value, "right" those less or equal
-// (the primitive SearchSorted; MLX 0.32.1 on, so files with it need that layout).
+// Indices (uint32, values' shape) where `values` would go in the sorted 1-D `sorted_sequence`: the first
+// position not less than the value ("left") or greater than it ("right"). MLX 0.32.1's op; its
+// SearchSorted node can be written for MLX 0.32.1 and later only.
 array searchsorted(const array& sorted_sequence, const array& values, const std::string& side = "left",
                    StreamOrDevice s = {});
+array topk(const array& a, int k, StreamOrDevice s = {});
+array topk(const array& a, int k, int axis, StreamOrDevice s = {});
 
 }  // namespace kiln

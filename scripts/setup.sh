@@ -14,6 +14,25 @@ if [ -n "$missing" ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
 fi
+# Optional: python3 with venv and pip, for the interop tests against real MLX from PyPI (they report
+# skipped, with the reason, when these or MLX's wheel cannot be installed).
+missing=""
+for p in python3 python3-venv python3-pip; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+# (a python3 that already makes venvs with pip, e.g. pyenv's, needs none of the Debian packages)
+venv_works() {
+  local d
+  d=$(mktemp -d) && python3 -m venv "$d/v" >/dev/null 2>&1 && [ -x "$d/v/bin/pip" ]
+  local rc=$?
+  rm -rf "$d"
+  return $rc
+}
+if [ -n "$missing" ] && ! venv_works; then
+  echo "[setup] installing (optional, for the MLX interop tests):$missing"
+  { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null; } ||
+    echo "[setup] could not install$missing; the MLX interop tests will report skipped"
+fi
 BUILD_DIR="${BUILD_DIR:-build}"
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_BENCH="${KILN_BUILD_BENCH:-OFF}" ${KILN_CMAKE_ARGS:-} >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)"

@@ -1,8 +1,21 @@
 #!/usr/bin/env bash
-# Set up, build and run every kiln test (unit, conformance over the golden MLX corpus, CLI).
+# Set up, build and run every kiln test (unit, conformance over the golden MLX corpus, CLI, and the
+# interop tests against real MLX from PyPI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 BUILD_DIR="${BUILD_DIR:-build}"
 cd "$BUILD_DIR"
-ctest --output-on-failure -j"$(nproc)" "$@"
+rc=0
+ctest --output-on-failure -j"$(nproc)" "$@" || rc=$?
+# The interop tests' per-version counts and their skipped/known cases with reasons (CTest shows the
+# output of failed tests only).
+if [ -f Testing/Temporary/LastTest.log ]; then
+  summary=$(grep -E '^(kiln_to_mlx|mlx_to_kiln|kiln |generated|SKIPPED: MLX)|^  (SKIPPED  |KNOWN    |FAILED   )' \
+    Testing/Temporary/LastTest.log || true)
+  if [ -n "$summary" ]; then
+    echo "---- interop with real MLX (ctest -L interop) ----"
+    echo "$summary"
+  fi
+fi
+exit $rc

@@ -100,6 +100,31 @@ struct DivideOp {
   }
 };
 
+// FloorDivide (MLX 0.32.4+, what `//` records there; kiln's own floor_divide keeps the older graph):
+// integers round the quotient toward minus infinity (x // 0 gives 0), floats take floor(x / y),
+// complex values are divided without rounding, booleans give x && y, as MLX 0.32.4 computes them.
+struct FloorDivideOp {
+  static constexpr const char* name = "FloorDivide";
+  template <typename T>
+  static T apply(T x, T y) {
+    if constexpr (std::is_same_v<T, bool>) {
+      return x && y;
+    } else if constexpr (is_int_v<T>) {
+      T q = int_div(x, y);
+      if constexpr (std::is_signed_v<T>) {
+        if (y != 0 && y != T(-1) && int_mod(x, y) != 0 && ((x < 0) != (y < 0))) q = static_cast<T>(q - 1);
+      }
+      return q;
+    } else if constexpr (is_half_v<T>) {
+      return T(std::floor(static_cast<float>(x) / static_cast<float>(y)));
+    } else if constexpr (is_complex_v<T>) {
+      return x / y;
+    } else {
+      return std::floor(x / y);
+    }
+  }
+};
+
 // Python-style remainder: the result takes the divisor's sign. MLX skips that fix for float16 and
 // bfloat16 (its half types do not count as signed) and uses the real parts for complex inputs.
 struct RemainderOp {
@@ -318,6 +343,7 @@ void register_binary() {
   row("ArcTan2", float_arith_infer<ArcTan2Op>, float_arith_cpu<ArcTan2Op>);
   row("LogAddExp", float_arith_infer<LogAddExpOp>, float_arith_cpu<LogAddExpOp>);
   row("DivMod", divmod_infer, divmod_cpu, 2);
+  row("FloorDivide", arith_infer<FloorDivideOp>, arith_cpu<FloorDivideOp>);
   ew::register_binary_compare();
   ew::register_ternary();
 }

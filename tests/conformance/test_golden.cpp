@@ -14,11 +14,12 @@
 #include <set>
 #include <sstream>
 
+#include "conformance/golden_runner.h"
 #include "kiln/kiln.h"
 
 namespace fs = std::filesystem;
-using kiln::operator<<;
 namespace mx = kiln;
+using kiln_golden::Status;
 
 namespace {
 
@@ -30,8 +31,7 @@ struct Case {
 };
 
 std::vector<Case> load_cases() {
-  std::ifstream f(kRoot / "manifest.json");
-  nlohmann::json m = nlohmann::json::parse(f);
+  nlohmann::json m = kiln_golden::load_manifest(kRoot);
   std::vector<Case> out;
   for (auto& c : m["cases"]) out.push_back({c, c["name"].get<std::string>()});
   return out;
@@ -42,81 +42,10 @@ const std::vector<Case>& cases() {
   return c;
 }
 
-// The primitive named by a "not implemented yet" error, or empty.
-std::string unsupported_primitive(const std::string& msg) {
-  for (const char* key : {"Unable to deserialize primitive ", "has no CPU implementation"}) {
-    auto p = msg.find(key);
-    if (p == std::string::npos) continue;
-    if (std::string(key).rfind("Unable", 0) == 0) {
-      auto s = msg.substr(p + std::strlen(key));
-      return s.substr(0, s.find_first_of(" \n."));
-    }
-    auto q = msg.rfind("Primitive ", p);
-    if (q != std::string::npos) return msg.substr(q + 10, p - q - 11);
-  }
-  return "";
-}
+mx::array load_npy(const std::string& rel) { return kiln_golden::load_npy(kRoot, rel); }
 
-mx::array load_npy(const std::string& rel) { return mx::load((kRoot / rel).string()); }
-
-// Compare one output; returns an empty string when it matches.
-std::string compare(mx::array got, mx::array want, const nlohmann::json& c, bool abs_out) {
-  std::ostringstream why;
-  if (got.shape() != want.shape()) {
-    why << "shape " << got.shape() << " != expected " << want.shape();
-    return why.str();
-  }
-  if (got.dtype() != want.dtype()) {
-    why << "dtype " << got.dtype() << " != expected " << want.dtype();
-    return why.str();
-  }
-  if (c["exact"].get<bool>()) {
-    mx::array g = mx::contiguous(got);
-    mx::eval(g);
-    if (g.nbytes() && std::memcmp(g.raw_data(), want.raw_data(), g.nbytes()) != 0) {
-      return "not bit-exact";
-    }
-    return "";
-  }
-  if (abs_out) {
-    got = mx::abs(got);
-    want = mx::abs(want);
-  }
-  double rtol = c["rtol"].get<double>(), atol = c["atol"].get<double>();
-  if (!mx::allclose(got, want, rtol, atol, /*equal_nan=*/true).item<bool>()) {
-    auto diff = mx::max(mx::abs(mx::astype(got, mx::complex64) - mx::astype(want, mx::complex64)));
-    why << "not allclose (rtol " << rtol << ", atol " << atol << "), max abs diff "
-        << mx::astype(diff, mx::float32).item<float>();
-    return why.str();
-  }
-  return "";
-}
-
-// Run every call of a case through `fn`; returns the first mismatch or empty.
 std::string run_calls(const mx::ImportedFunction& fn, const nlohmann::json& c) {
-  std::set<int> abs_outputs;
-  for (auto& i : c["abs_outputs"]) abs_outputs.insert(i.get<int>());
-  int k = 0;
-  for (auto& call : c["calls"]) {
-    mx::Args args;
-    mx::Kwargs kwargs;
-    for (auto& a : call["args"]) args.push_back(load_npy(a["file"]));
-    for (auto& [name, v] : call["kwargs"].items()) kwargs.insert({name, load_npy(v["file"])});
-    auto outs = fn(args, kwargs);
-    auto& want = call["outputs"];
-    if (outs.size() != want.size()) {
-      return "call " + std::to_string(k) + ": " + std::to_string(outs.size()) + " outputs, expected " +
-             std::to_string(want.size());
-    }
-    mx::eval(outs);
-    for (size_t i = 0; i < outs.size(); ++i) {
-      auto w = load_npy(want[i]["file"]);
-      auto why = compare(outs[i], w, c, abs_outputs.count(static_cast<int>(i)) > 0);
-      if (!why.empty()) return "call " + std::to_string(k) + " output " + std::to_string(i) + ": " + why;
-    }
-    ++k;
-  }
-  return "";
+  return kiln_golden::run_calls(fn, c, kRoot);
 }
 
 // Cases whose golden outputs are a bug of MLX 0.30.1's CPU backend (fixed in MLX 0.31.0): it computes
@@ -125,25 +54,14 @@ std::string run_calls(const mx::ImportedFunction& fn, const nlohmann::json& c) {
 // mode; GoldenQuirks checks that the default mode computes the true product instead.
 const std::set<std::string> kWriterCpuQuirkCases = {"quantized_matmul_mxfp8", "quantized_matmul_nvfp4"};
 
-enum class Status { Passed, Failed, Unsupported };
-struct Outcome {
-  Status status;
-  std::string reason;
-};
+mx::ImportOptions import_options(const std::string& name) {
+  mx::ImportOptions options;
+  options.writer_cpu_quirks = kWriterCpuQuirkCases.count(name) > 0;
+  return options;
+}
 
-Outcome evaluate_case(const nlohmann::json& c) {
-  const std::string file = (kRoot / c["file"].get<std::string>()).string();
-  try {
-    mx::ImportOptions options;
-    options.writer_cpu_quirks = kWriterCpuQuirkCases.count(c["name"].get<std::string>()) > 0;
-    auto fn = mx::import_function(file, options);
-    auto why = run_calls(fn, c);
-    return {why.empty() ? Status::Passed : Status::Failed, why};
-  } catch (const std::exception& e) {
-    std::string prim = unsupported_primitive(e.what());
-    if (!prim.empty()) return {Status::Unsupported, prim};
-    return {Status::Failed, std::string("exception: ") + e.what()};
-  }
+kiln_golden::Outcome evaluate_case(const nlohmann::json& c) {
+  return kiln_golden::evaluate_case(c, kRoot, import_options(c["name"].get<std::string>()));
 }
 
 class Golden : public ::testing::TestWithParam<size_t> {};
@@ -163,31 +81,16 @@ TEST_P(Golden, RoundTripThroughKiln) {
   // Only cases that run are round-tripped; MatchesMlx reports the others.
   auto r = evaluate_case(c);
   if (r.status != Status::Passed) GTEST_SKIP() << "the case does not run in kiln yet: " << r.reason;
-  mx::ImportOptions options;
-  options.writer_cpu_quirks = kWriterCpuQuirkCases.count(name) > 0;
+  const mx::ImportOptions options = import_options(name);
   auto original = mx::import_function((kRoot / c["file"].get<std::string>()).string(), options);
   fs::path dir = fs::temp_directory_path() / ("kiln_rt_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   auto f1 = (dir / (name + ".1.mlxfn")).string();
   auto f2 = (dir / (name + ".2.mlxfn")).string();
-  bool shapeless = c["shapeless"].get<bool>();
-  // One trace per distinct signature among the calls (the first calls are the exported ones).
   auto export_all = [&](const mx::ImportedFunction& fn, const std::string& path) {
-    auto ex = mx::exporter(
-        path, [&fn](const mx::Args& a, const mx::Kwargs& k) { return fn(a, k); }, shapeless);
-    for (auto& call : c["calls"]) {
-      mx::Args args;
-      mx::Kwargs kwargs;
-      for (auto& a : call["args"]) args.push_back(load_npy(a["file"]));
-      for (auto& [n, v] : call["kwargs"].items()) kwargs.insert({n, load_npy(v["file"])});
-      try {
-        ex(args, kwargs);
-      } catch (const std::invalid_argument& e) {
-        // A later call with a signature already exported (shapeless cases) is expected to be refused.
-        if (std::string(e.what()).find("twice with the same signature") == std::string::npos) throw;
-      }
-    }
-    ex.close();
+    kiln_golden::export_case(fn, c, kRoot, [&](const mx::ArgsKwargsFn& f, bool shapeless) {
+      return mx::exporter(path, f, shapeless);
+    });
   };
   export_all(original, f1);
   // kiln writes 0.30.1 files on CPU streams, so the quirk mode applies to its re-export as well.

@@ -6,3 +6,9 @@ cd "$(dirname "$0")/.."
 BUILD_DIR="${BUILD_DIR:-build}"
 cd "$BUILD_DIR"
 ctest --output-on-failure -j"$(nproc)" "$@"
+# ---- Hostile files (issue 6): ASan+UBSan suite, fuzzing, TSan concurrency (scripts/sanitize.sh) ----
+# KILN_SKIP_SANITIZE=1 skips them (e.g. for a quick local run).
+if [ "${KILN_SKIP_SANITIZE:-0}" != 1 ]; then
+  cd "$OLDPWD"
+  ./scripts/sanitize.sh
+fi

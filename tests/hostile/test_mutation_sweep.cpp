@@ -1,5 +1,5 @@
-// Mutation sweep (issue 6): every golden file truncated at every byte offset, and with one bit flipped
-// at every byte offset (the bit index varies with the offset, deterministically). Each variant either
+// Mutation sweep (issue 6): every golden file truncated at every byte offset, and with each single bit
+// flipped (every bit of every byte; the sanitizer build samples, see sweep_stride / sweep_bits). Each variant either
 // loads and runs (outputs as the file declares) or raises kiln's error with a message; never a crash,
 // never more than a few seconds, never more heap than a fixed multiple of the file size plus the
 // outputs (measured by alloc_counter.cpp). One test per golden case, so ctest runs them in parallel.
@@ -46,6 +46,12 @@ size_t sweep_stride() {
   const char* e = std::getenv("KILN_SWEEP_STRIDE");
   int s = e ? std::atoi(e) : 1;
   return s >= 1 ? static_cast<size_t>(s) : 1;
+}
+
+size_t sweep_bits() {
+  const char* e = std::getenv("KILN_SWEEP_BITS");
+  int b = e ? std::atoi(e) : 8;
+  return b >= 1 && b <= 8 ? static_cast<size_t>(b) : 8;
 }
 
 class MutationSweep : public ::testing::TestWithParam<SweepCase> {};
@@ -96,14 +102,13 @@ TEST_P(MutationSweep, TruncationsAndBitFlips) {
     EXPECT_EQ(o.kind, Outcome::Rejected) << "truncated to " << n << " bytes";
     if (o.kind == Outcome::Rejected) EXPECT_THAT(o.message, ::testing::StartsWith("[import_function]"));
   }
-  // Bit flips: one per byte offset, bit (3 * offset + case index) % 8, plus the top and bottom bit
-  // of the first 64 bytes (header and the record's first counts).
+  // Bit flips: every bit of every visited byte (KILN_SWEEP_BITS=b flips only b bits per byte,
+  // starting at bit (3 * offset + case) % 8).
+  const size_t bits = sweep_bits();
   size_t case_index = std::hash<std::string>{}(GetParam().name) % 8;
   std::vector<std::pair<size_t, int>> flips;
-  for (size_t off = 0; off < bytes.size(); off += stride) flips.push_back({off, static_cast<int>((3 * off + case_index) % 8)});
-  for (size_t off = 0; off < std::min<size_t>(64, bytes.size()); ++off) {
-    flips.push_back({off, 0});
-    flips.push_back({off, 7});
+  for (size_t off = 0; off < bytes.size(); off += stride) {
+    for (size_t k = 0; k < bits; ++k) flips.push_back({off, static_cast<int>((3 * off + case_index + k) % 8)});
   }
   for (auto [off, bit] : flips) {
     auto b = bytes;

@@ -396,3 +396,22 @@ TEST(HostileFile, OutOfRangeIndicesFromAFile) {
     EXPECT_THAT(err, StartsWith("[import_function]"));
   }
 }
+
+// ---- Fuzz findings (inputs under tests/regress/, replayed by test_regress.cpp) ----
+
+TEST(HostileFuzzFinding, ArgReduceOverAnEmptyArray) {
+  // fuzz_node: ArgReduce of a (0) array divided by the axis length in its kernel (UBSan: division
+  // by zero). The op builder refused it; a file could record it. Now the shape rule refuses it too.
+  FileBuilder b;
+  b.record({{1, {{0}, mx::uint64}}}, {2}, 2).input_ref(1).node(2, "ArgReduce", {1}, {{1}, mx::uint32}, [](auto& w) {
+    w.i32(1);
+    w.i32(0);
+  });
+  EXPECT_THAT(import_error(b.bytes()), HasSubstr("[argmax] Cannot argmax reduce zero size array."));
+  FileBuilder c;
+  c.record({{1, {{3, 0}, mx::float32}}}, {2}, 2).input_ref(1).node(2, "ArgReduce", {1}, {{3, 1}, mx::uint32}, [](auto& w) {
+    w.i32(0);
+    w.i32(1);
+  });
+  EXPECT_THAT(import_error(c.bytes()), HasSubstr("[argmin] Cannot argmin reduce zero size array."));
+}

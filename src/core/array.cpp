@@ -234,7 +234,7 @@ void convert_values(const void* src, Dtype src_type, void* dst, Dtype dst_type, 
       const S* in = static_cast<const S*>(src);
       T* out = static_cast<T*>(dst);
       if constexpr (std::is_same_v<S, T>) {
-        std::memcpy(out, in, n * sizeof(T));
+        if (n) std::memcpy(out, in, n * sizeof(T));  // an empty vector's data() may be null (UB for memcpy)
       } else {
         for (size_t i = 0; i < n; ++i) out[i] = cpu::cast_to<T>(in[i]);
       }

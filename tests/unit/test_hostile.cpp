@@ -416,3 +416,23 @@ TEST(HostileFuzzFinding, ArgReduceOverAnEmptyArray) {
   });
   EXPECT_THAT(import_error(c.bytes()), HasSubstr("[argmin] Cannot argmin reduce zero size array."));
 }
+
+TEST(HostileFuzzFinding, ArangeWithAHugeNegativeLength) {
+  // All three fuzzers: Arange whose (stop - start) / step is a huge negative number (or -inf)
+  // converted that double to int before clamping at 0 (UBSan: float-cast-overflow). It is empty.
+  auto arange = [](double start, double stop, double step, mx::Shape recorded) {
+    FileBuilder b;
+    b.record({}, {2}, 1).node(2, "Arange", {}, {recorded, mx::float32}, [=](auto& w) {
+      w.f64(start);
+      w.f64(stop);
+      w.f64(step);
+    });
+    return b.bytes();
+  };
+  auto out = import_bytes(arange(0, -1e300, 1, {0}))(mx::Args{})[0];
+  mx::eval(out);
+  EXPECT_EQ(out.shape(), mx::Shape{0});
+  EXPECT_EQ(import_error(arange(0, 1, -1e-300, {0})), "");  // (1 - 0) / -1e-300 = -inf: empty too
+  EXPECT_THAT(import_error(arange(0, 1, 1e-300, {0})), HasSubstr("[arange] Maximum size exceeded."));
+  EXPECT_THAT(import_error(arange(0, INFINITY, 1, {0})), HasSubstr("[arange] Cannot compute length."));
+}

@@ -5,6 +5,8 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 PKGS="cmake g++ make pkg-config libopenblas-dev liblapacke-dev libfftw3-dev libgtest-dev nlohmann-json3-dev"
+# clang with its sanitizer and libFuzzer runtimes (libclang-rt-dev): scripts/sanitize.sh.
+PKGS="$PKGS clang libclang-rt-dev"
 missing=""
 for p in $PKGS; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

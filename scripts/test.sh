@@ -18,4 +18,10 @@ if [ -f Testing/Temporary/LastTest.log ]; then
     echo "$summary"
   fi
 fi
-exit $rc
+[ "$rc" = 0 ] || exit "$rc"
+# ---- Hostile files (issue 6): ASan+UBSan suite, fuzzing, TSan concurrency (scripts/sanitize.sh) ----
+# KILN_SKIP_SANITIZE=1 skips them (e.g. for a quick local run).
+if [ "${KILN_SKIP_SANITIZE:-0}" != 1 ]; then
+  cd "$OLDPWD"
+  ./scripts/sanitize.sh
+fi

@@ -168,6 +168,8 @@ struct FunctionInfo {
   std::map<StreamInfo, size_t> streams;               // stream -> primitive node count
   size_t new_constants = 0;                          // constants whose payload is in this record
   uint64_t new_constant_bytes = 0;
+  // Working-memory estimate of one call at the recorded shapes (ImportOptions::max_call_bytes).
+  uint64_t peak_bytes = 0;
 };
 
 struct FileInfo {
@@ -200,8 +202,16 @@ struct ImportedFunction {
   std::shared_ptr<detail::FunctionTable> table_;
 };
 
-// Parse `file` completely (constants stay on disk until a call needs them) and return a callable.
+// Limits that keep a malformed or hostile file from taking unbounded memory (README "Hostile
+// files"). Sizes are logical bytes (elements x item size); 0 disables a limit.
 struct ImportOptions {
+  // Largest array any node or constant of the file may have: checked on the recorded shapes at
+  // import, and on the re-inferred shapes of a shapeless call before anything runs.
+  uint64_t max_array_bytes = uint64_t(4) << 30;
+  // Largest working memory of one call: the peak, over the tape in file order, of the bytes of the
+  // node outputs and constants alive at once (every output counted as a new allocation; call inputs
+  // not counted). Checked like max_array_bytes.
+  uint64_t max_call_bytes = uint64_t(16) << 30;
   // Reproduce the numbers MLX's CPU backend gave for this file, bugs included, when the file was
   // written by an MLX version with a known CPU bug on a CPU stream. Off by default: kiln computes the
   // documented semantics. Today one quirk exists: before 0.31, MLX's CPU computes QuantizedMatmul and
@@ -209,7 +219,9 @@ struct ImportOptions {
   bool writer_cpu_quirks = false;
 };
 
-// Throws "[import_function] ..." on a file that cannot be opened or is malformed.
+// Parse `file` completely (constants stay on disk until a call needs them) and return a callable.
+// Throws "[import_function] ..." on a file that cannot be opened or is malformed, or that exceeds
+// the limits of `options`.
 ImportedFunction import_function(const std::string& file);
 ImportedFunction import_function(const std::string& file, const ImportOptions& options);
 

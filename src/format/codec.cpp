@@ -1,4 +1,5 @@
 #include "format/codec.h"
+#include "format/validate.h"
 
 #include <sstream>
 #include <stdexcept>
@@ -11,7 +12,14 @@ void write_shape(ByteWriter& w, const Shape& s) {
 }
 
 Shape read_shape(ByteReader& r, const char* what) {
+  uint64_t at0 = r.pos();
   uint64_t n = r.count(what, 4);
+  if (n > kMaxNdim) {  // validate.h: keeps validation linear in the file size
+    std::ostringstream os;
+    os << "Invalid " << what << " at offset " << at0 << ": expected at most " << kMaxNdim << " dimensions but found "
+       << n << ".";
+    r.fail(os.str());
+  }
   Shape s(static_cast<size_t>(n));
   for (auto& d : s) {
     uint64_t at = r.pos();

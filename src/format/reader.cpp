@@ -23,7 +23,9 @@ std::string clip(const std::string& s) {
 
 std::string specs_text(const std::vector<ArraySpec>& v) {
   std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + spec_text(v[i]);
+  // Clipped: a hostile node may have millions of inputs.
+  for (size_t i = 0; i < v.size() && i < 16; ++i) s += (i ? ", " : "") + spec_text(v[i]);
+  if (v.size() > 16) s += ", ... (" + std::to_string(v.size()) + " in all)";
   return s + "]";
 }
 
@@ -60,6 +62,7 @@ class RecordParser {
       s.dtype = read_dtype(r_, "an input dtype", file_.layout, mlx_rules_);
       check_size(s.shape, "input shape");
       rec.inputs.push_back(s);
+      input_pos_.emplace(rec.input_ids[i], i);
       if (!defined_.emplace(rec.input_ids[i], s).second) {
         fail("input id " + std::to_string(rec.input_ids[i]) + " is listed twice");
       }
@@ -113,11 +116,11 @@ class RecordParser {
       bool is_constant = r_.boolean("is_constant");
       if (!is_constant) {
         e.kind = Entry::Kind::Input;
-        size_t i = 0;
-        while (i < rec.input_ids.size() && rec.input_ids[i] != e.id) ++i;
-        if (i == rec.input_ids.size()) {
+        auto pos = input_pos_.find(e.id);  // a map, not a scan: n references to n inputs stay linear
+        if (pos == input_pos_.end()) {
           fail("input reference " + std::to_string(e.id) + " is not one of the record's input ids");
         }
+        size_t i = pos->second;
         // Writers place each input once at most; refusing repeats bounds memory by the file size.
         if (!inputs_on_tape_.insert(e.id).second) {
           fail("input " + std::to_string(e.id) + " appears twice on the tape");
@@ -304,6 +307,7 @@ class RecordParser {
   int64_t entry_ = -1;
   std::unordered_map<uint64_t, ArraySpec> defined_;
   std::unordered_set<uint64_t> inputs_on_tape_;
+  std::unordered_map<uint64_t, size_t> input_pos_;
 };
 
 }  // namespace

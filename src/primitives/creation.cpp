@@ -40,7 +40,9 @@ int arange_length(double start, double stop, double step) {
   double n = std::ceil((stop - start) / step);
   if (std::isnan(n)) fail("[arange] Cannot compute length.");
   if (n > INT_MAX) fail("[arange] Maximum size exceeded.");
-  return std::max(static_cast<int>(n), 0);
+  // Negative lengths (down to -inf, from a file's state) are empty; converting them to int first
+  // would be undefined behaviour (fuzz finding).
+  return n <= 0 ? 0 : static_cast<int>(n);
 }
 
 // The dtype is not part of the state: the op (or the file record) gives it; float32 stands in here.

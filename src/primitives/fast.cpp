@@ -1,5 +1,6 @@
 // The fused ("fast") family: registration and the op builders of kiln/fast.h. The builders validate
 // and cast like MLX's, then always emit the fused primitive (kiln runs it on the CPU).
+#include "backend/cpu/cpu_features.h"
 #include "kiln/fast.h"
 
 #include <immintrin.h>
@@ -67,7 +68,7 @@ __attribute__((target("avx2,f16c"))) void f16_to_f32_f16c(const uint16_t* s, flo
 }  // namespace
 
 void to_float(const float16_t* src, float* dst, int64_t n) {
-  static const bool f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
+  static const bool f16c = kiln::cpu::has_f16c() && __builtin_cpu_supports("avx2");
   if (f16c) {
     f16_to_f32_f16c(reinterpret_cast<const uint16_t*>(src), dst, n);
     return;

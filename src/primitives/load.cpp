@@ -28,6 +28,11 @@ struct LoadSlot {
     std::call_once(once, [&] {
       auto d = detail::allocate(nbytes);
       src->read_at(offset, d->ptr, nbytes);
+      if (dtype == bool_) {
+        // A bool byte other than 0 or 1 is undefined behaviour in C++: read any non-zero byte as true.
+        auto* b = static_cast<uint8_t*>(d->ptr);
+        for (uint64_t i = 0; i < nbytes; ++i) b[i] = b[i] != 0;
+      }
       if constexpr (std::endian::native == std::endian::big) {
         auto* b = static_cast<uint8_t*>(d->ptr);
         size_t w = dtype == complex64 ? 4 : dtype.size;

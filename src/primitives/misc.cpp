@@ -25,6 +25,20 @@ void depends_cpu(const Node& node, const std::vector<array>& in, std::vector<arr
   }
 }
 
+// A file's Depends node: each output is the matching input (the count comes from the record).
+void depends_check(const State&, const std::vector<ArraySpec>& in, const std::vector<ArraySpec>& out) {
+  if (out.size() > in.size()) {
+    throw std::invalid_argument("[Depends] " + std::to_string(out.size()) + " outputs need at least as many inputs, found " +
+                                std::to_string(in.size()) + ".");
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] != in[i]) {
+      throw std::invalid_argument("[Depends] Output " + std::to_string(i) + " must have the shape and dtype of input " +
+                                  std::to_string(i) + ".");
+    }
+  }
+}
+
 }  // namespace
 
 namespace primitives {
@@ -36,7 +50,8 @@ void register_misc() {
                     .num_outputs = -1,
                     .flags = kNoCSE,
                     .cpu = depends_cpu,
-                    .shapeless = false});
+                    .shapeless = false,
+                    .check = depends_check});
 }
 }  // namespace primitives
 

@@ -109,6 +109,11 @@ std::vector<ArraySpec> arg_reduce_infer(const State& st, const std::vector<Array
   const int axis = st.i(1);
   Shape shape = in[0].shape;
   if (axis < 0 || axis >= static_cast<int>(shape.size())) bad_state("ArgReduce", ndim_msg(axis, shape.size()));
+  // As the op builder: there is no index to return (a file could record it; fuzz finding).
+  if (shape_size(in[0].shape) == 0) {
+    const char* api = type == ArgMax ? "argmax" : "argmin";
+    throw std::invalid_argument(std::string("[") + api + "] Cannot " + api + " reduce zero size array.");
+  }
   shape[axis] = 1;
   return {{shape, uint32}};
 }

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "format/codec.h"
+#include "format/validate.h"
 #include "format/version.h"
 #include "primitives/load.h"
 #include "trace/match.h"
@@ -16,6 +17,7 @@ namespace detail {
 struct FunctionTable {
   std::shared_ptr<const format::Source> source;
   format::ParsedFile file;
+  ImportOptions options;
   std::map<size_t, std::vector<size_t>> groups;  // input count -> record indices, in file order
   mutable std::once_flag info_once;
   mutable FileInfo info;
@@ -73,6 +75,7 @@ struct FunctionTable {
         f.tape.push_back(std::move(t));
       }
       for (auto id : rec.output_ids) f.outputs.push_back(specs.at(id));
+      f.peak_bytes = format::peak_bytes(rec);
       info.functions.push_back(std::move(f));
     }
   }
@@ -91,7 +94,7 @@ struct FunctionTable {
         if (signature_matches(rec.kwarg_keys, rec.inputs, args, kw, file.shapeless)) {
           std::vector<array> inputs = args;
           for (auto& [k, a] : kw) inputs.push_back(a);
-          return replay(rec, inputs, file.shapeless, quirks ? writer : nullptr);
+          return replay(rec, inputs, file.shapeless, &options, quirks ? writer : nullptr);
         }
       }
     }
@@ -116,16 +119,17 @@ std::vector<array> ImportedFunction::operator()(const Args& args, const Kwargs& 
 const FileInfo& ImportedFunction::info() const { return table_->get_info(); }
 const std::string& ImportedFunction::metadata() const { return table_->file.metadata; }
 
-ImportedFunction import_function(const std::string& file) { return import_function(file, ImportOptions{}); }
+namespace detail {
 
-ImportedFunction import_function(const std::string& file, const ImportOptions& options) {
+ImportedFunction import_source(std::shared_ptr<const format::Source> src, const ImportOptions& options) {
   auto table = std::make_shared<detail::FunctionTable>();
-  auto src = std::make_shared<format::FileSource>(file);
   table->source = src;
+  table->options = options;
   table->file = format::read_file(*src, [&](const ArraySpec& spec, uint64_t offset, uint64_t nbytes) {
     return detail::load_constant(src, spec, offset, nbytes);
   });
   for (size_t r = 0; r < table->file.records.size(); ++r) {
+    format::check_limits(table->file.records[r], r, options);
     table->groups[table->file.records[r].inputs.size()].push_back(r);
   }
   format::FormatVersion v;
@@ -137,5 +141,13 @@ ImportedFunction import_function(const std::string& file, const ImportOptions& o
   }
   return ImportedFunction(std::move(table));
 }
+
+}  // namespace detail
+
+ImportedFunction import_function(const std::string& file, const ImportOptions& options) {
+  return detail::import_source(std::make_shared<format::FileSource>(file), options);
+}
+
+ImportedFunction import_function(const std::string& file) { return import_function(file, ImportOptions{}); }
 
 }  // namespace kiln

@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "format/codec.h"
+#include "format/validate.h"
 #include "primitives/load.h"
 #include "primitives/quirks.h"
 #include "trace/tape.h"
@@ -10,7 +11,7 @@
 namespace kiln::detail {
 
 std::vector<array> replay(const format::Record& rec, const std::vector<array>& inputs, bool shapeless,
-                          const int* quirks_of) {
+                          const ImportOptions* limits, const int* quirks_of) {
   using format::Entry;
   std::unordered_map<uint64_t, array> values;
   values.reserve(rec.tape.size() + inputs.size());
@@ -18,8 +19,11 @@ std::vector<array> replay(const format::Record& rec, const std::vector<array>& i
   const Stream cpu = default_stream(Device{Device::cpu, 0});
 
   std::vector<array> ins;
-  std::vector<ArraySpec> in_specs;
+  // Shapeless calls: the shapes this call re-inferred, per tape entry, checked against the limits.
+  std::vector<std::vector<ArraySpec>> call_specs;
+  if (shapeless && limits) call_specs.reserve(rec.tape.size());
   for (auto& e : rec.tape) {
+    if (shapeless && limits) call_specs.push_back(e.specs);
     switch (e.kind) {
       case Entry::Kind::Input:
         break;
@@ -42,6 +46,7 @@ std::vector<array> replay(const format::Record& rec, const std::vector<array>& i
                                         std::to_string(specs.size()) + ".");
           }
           for (size_t k = 0; k < specs.size(); ++k) specs[k].shape = std::move(inferred[k].shape);
+          if (limits) call_specs.back() = specs;
         }
         auto outs = make_arrays(*e.def, e.state, ins, std::move(specs), cpu);
         if (quirks_of) quirks::mark(outs, quirks_of[0], quirks_of[1], quirks_of[2], e.stream.device_type);
@@ -50,6 +55,8 @@ std::vector<array> replay(const format::Record& rec, const std::vector<array>& i
       }
     }
   }
+  // Nothing has run yet: the graph is lazy, so refusing here allocates nothing.
+  if (shapeless && limits) format::check_call_limits(rec, call_specs, *limits);
   std::vector<array> out;
   out.reserve(rec.output_ids.size());
   for (auto id : rec.output_ids) out.push_back(values.at(id));

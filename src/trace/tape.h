@@ -45,8 +45,12 @@ void simplify(format::Record& rec, int cse_passes = 3);
 // Build a fresh graph for `rec` on `inputs` (already matched and ordered: args, then keyword values
 // in key order). Nodes run on the CPU stream whatever the file says. In shapeless mode the output
 // shapes are re-inferred with each row's rule; dtypes are always the recorded ones.
+// With `limits`, a shapeless call whose re-inferred shapes exceed them throws before anything runs.
 // `quirks_of`: the writer's version (major, minor, patch) when ImportOptions::writer_cpu_quirks is on.
 std::vector<array> replay(const format::Record& rec, const std::vector<array>& inputs, bool shapeless,
-                          const int* quirks_of = nullptr);
+                          const ImportOptions* limits = nullptr, const int* quirks_of = nullptr);
+
+// import_function over any byte source (files, memory: the fuzz targets), with the given limits.
+ImportedFunction import_source(std::shared_ptr<const format::Source> src, const ImportOptions& options);
 
 }  // namespace kiln::detail

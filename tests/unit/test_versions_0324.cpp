@@ -126,8 +126,8 @@ TEST(Versions0324, DivModMeaningFollowsTheRelease) {
   // Real files: 0.32.1 truncates, 0.32.2 floors.
   auto run = [&](const std::string& v) {
     auto f = mx::import_function((kVersions / v / "divmod" / "divmod.mlxfn").string());
-    return f({mx::array({-7, 7, -7, 7, 6, 0}), mx::array({2, 2, -2, -2, 3, 5}), mx::array({-7.5f, 1.0f}),
-              mx::array({2.0f, 0.25f})});
+    return f({mx::array({-7, 7, -7, 7, 6, 0}), mx::array({2, 2, -2, -2, 3, 5}),
+              mx::array({-7.5f, 1.0f, 0.0f, 0.0f, 0.0f}), mx::array({2.0f, 0.25f, 1.0f, 1.0f, 1.0f})});
   };
   auto old = run("0.32.1");
   EXPECT_EQ(values<int32_t>(old[0]), (std::vector<int32_t>{-3, 3, 3, -3, 2, 0}));
@@ -136,8 +136,8 @@ TEST(Versions0324, DivModMeaningFollowsTheRelease) {
     auto now = run(v);
     EXPECT_EQ(values<int32_t>(now[0]), (std::vector<int32_t>{-4, 3, 3, -4, 2, 0})) << v;
     EXPECT_EQ(values<int32_t>(now[1]), (std::vector<int32_t>{1, 1, -1, -1, 0, 0})) << v;
-    EXPECT_EQ(values<float>(now[2]), (std::vector<float>{-4, 4})) << v;
-    EXPECT_EQ(values<float>(now[3]), (std::vector<float>{0.5f, 0})) << v;
+    EXPECT_EQ(values<float>(now[2]), (std::vector<float>{-4, 4, 0, 0, 0})) << v;
+    EXPECT_EQ(values<float>(now[3]), (std::vector<float>{0.5f, 0, 0, 0, 0})) << v;
   }
   // Converting a flooring file for an older release refuses; within 0.32.2+ it is kept.
   auto src = (kVersions / "0.32.2" / "divmod" / "divmod.mlxfn").string();
@@ -150,16 +150,17 @@ TEST(Versions0324, DivModMeaningFollowsTheRelease) {
   }
   mx::convert_file(src, out, {.version = "0.32.4", .metadata = std::nullopt});
   auto f = mx::import_function(out);
-  auto r = f({mx::array({-7}), mx::array({2}), mx::array({-7.5f}), mx::array({2.0f})});
-  EXPECT_EQ(values<int32_t>(r[0]), (std::vector<int32_t>{-4}));
+  auto r = f({mx::array({-7, 7, -7, 7, 6, 0}), mx::array({2, 2, -2, -2, 3, 5}), mx::array({-7.5f, 1.0f, 1.0f, 1.0f, 1.0f}),
+              mx::array({2.0f, 1.0f, 1.0f, 1.0f, 1.0f})});
+  EXPECT_EQ(values<int32_t>(r[0]), (std::vector<int32_t>{-4, 3, 3, -4, 2, 0}));
   std::filesystem::remove(out);
 }
 
 // odd_out: written from the recorded output shape for 0.32.4, absent before; read back the same.
 TEST(Versions0324, FftOddOutIsDerivedFromTheOutputShape) {
   auto x = mx::astype(mx::reshape(mx::astype(mx::arange(6), mx::float32), {2, 3}), mx::complex64);
-  auto odd = [](const mx::Args& a) { return mx::Args{mx::fft::irfft(a[0], 5)}; };
-  auto even = [](const mx::Args& a) { return mx::Args{mx::fft::irfft(a[0], 4)}; };
+  auto odd = [](const mx::Args& a) { return mx::Args{mx::fft::irfft(a[0], 5, -1)}; };
+  auto even = [](const mx::Args& a) { return mx::Args{mx::fft::irfft(a[0], 4, -1)}; };
   auto fwd = [](const mx::Args& a) { return mx::Args{mx::fft::fft(a[0])}; };
   // count 1, axis 1, inverse, real, odd_out
   EXPECT_EQ(to_hex(fft_state(export_as(odd, {x}, "0.32.4"), 19)),
@@ -208,7 +209,8 @@ TEST(Versions0324, FloorDivideIsWrittenOnlyFor0_32_4) {
   std::filesystem::remove(path);
   // MLX 0.32.4's own file: `//` on ints and floats.
   auto f = mx::import_function((kVersions / "0.32.4" / "floor_divide" / "floor_divide.mlxfn").string());
-  auto r = f({mx::array({-7, 7}), mx::array({2, -2}), mx::array({-7.5f}), mx::array({2.0f})});
-  EXPECT_EQ(values<int32_t>(r[0]), (std::vector<int32_t>{-4, -4}));
-  EXPECT_EQ(values<float>(r[1]), (std::vector<float>{-4}));
+  auto r = f({mx::array({-7, 7, 7, 0}), mx::array({2, -2, 2, 3}), mx::array({-7.5f, 7.5f, 1.0f}),
+              mx::array({2.0f, -2.0f, 0.5f})});
+  EXPECT_EQ(values<int32_t>(r[0]), (std::vector<int32_t>{-4, -4, 3, 0}));
+  EXPECT_EQ(values<float>(r[1]), (std::vector<float>{-4, -4, 2}));
 }

@@ -156,7 +156,8 @@ int cmd_export(const fs::path& golden_dir, const fs::path& out, const Options& o
   }
   std::ofstream(out / "manifest.json") << json{{"producer", std::string(o.convert ? "kiln convert" : "kiln") + " (MLX " + o.version + " layout)"}, {"cases", cases}}.dump(1);
   std::cout << "kiln " << (o.convert ? "converted " : "re-exported ") << written << " of " << cases.size()
-            << " golden cases to the MLX " << o.version << " layout (" << skipped << " with primitives it lacks, " << failed << " failed)\n";
+            << " golden cases to the MLX " << o.version << " layout (" << skipped << " skipped: primitives kiln lacks or nodes this release cannot express, " << failed
+            << " failed)\n";
   return failed ? 1 : 0;
 }
 

@@ -268,6 +268,38 @@ def _():
     return f, [([rnd(2)], {})], {"metadata": "kiln fixture: {\"model\": \"tiny\", \"step\": 7}"}
 
 
+@case("divmod", since="0.32.1")
+def _():
+    # 0.32.2 changed DivMod's meaning (floored quotient, remainder with the divisor's sign) without
+    # changing its layout: each release's outputs hold its own semantics.
+    def f(a, b, x, y):
+        return list(mx.divmod(a, b)) + list(mx.divmod(x, y))
+
+    ints = (mx.array([-7, 7, -7, 7, 6, 0], dtype=mx.int32), mx.array([2, 2, -2, -2, 3, 5], dtype=mx.int32))
+    flts = (mx.array([-7.5, 7.5, -7.5, 7.5, 1.0], dtype=mx.float32), mx.array([2.0, 2.0, -2.0, -2.0, 0.25]))
+    return f, [([*ints, *flts], {})], {}
+
+
+@case("floor_divide", since="0.32.1")
+def _():
+    # From 0.32.4 a FloorDivide node; before, Divide (0.32.3: plus the integer floor correction).
+    def f(a, b, x, y):
+        return [a // b, x // y]
+
+    return f, [([mx.array([-7, 7, -7, 7], dtype=mx.int32), mx.array([2, 2, -2, -2], dtype=mx.int32),
+                 mx.array([-7.5, 7.5, 1.0]), mx.array([2.0, -2.0, 0.3])], {})], {}
+
+
+@case("irfft_odd", since="0.32.1")
+def _():
+    # From 0.32.4 FFT stores odd_out (true for an odd inverse real length).
+    def f(x):
+        return [mx.fft.irfft(x, n=5), mx.fft.irfft(x, n=4), mx.fft.fft(x)]
+
+    x = (rnd(2, 3) + 1j * rnd(2, 3)).astype(mx.complex64)
+    return f, [([x], {})], {"rtol": 1e-4, "atol": 1e-4}
+
+
 def run(name, fn, since, rtol, atol, runs):
     if since and V < vt(since):
         return None, f"needs MLX {since}"

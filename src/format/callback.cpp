@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "format/version.h"
+
 namespace kiln::format {
 
 std::string callback_name(uint64_t n) {
@@ -81,6 +83,7 @@ void emit_events(const Record& rec, const ExportCallback& callback, std::unorder
     std::vector<StateT> args;
     for (size_t i = 0; i < e.state.values.size(); ++i) {
       if (i < e.def->fields.size() && e.def->fields[i].type == FieldType::Placeholder) continue;
+      if (implied_field(*e.def, static_cast<int>(i))) continue;  // not part of MLX's state (DivMod's floor)
       args.push_back(e.state.values[i]);
     }
     callback({{"type", std::string("primitive")},

@@ -263,9 +263,10 @@ Value read_field(ByteReader& r, const Field& f, const std::string& prim, const F
   r.fail("Unknown field type in the schema of " + prim + ".");
 }
 
-void write_state(ByteWriter& w, const PrimitiveDef& def, const State& s, const FormatVersion& v) {
+void write_state(ByteWriter& w, const PrimitiveDef& def, const State& s, const FormatVersion& v,
+                 const std::vector<ArraySpec>& outputs) {
   const auto& fields = disk_fields(def, v);
-  auto values = from_schema(def, v, s);  // the writer has checked that `v` can express `s`
+  auto values = from_schema(def, v, s, outputs);  // the writer has checked that `v` can express `s`
   if (values.size() != fields.size()) {
     throw std::logic_error("[export_function] " + def.name + " has " + std::to_string(values.size()) +
                            " state values but its schema has " + std::to_string(fields.size()) + " fields.");

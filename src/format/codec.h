@@ -40,7 +40,8 @@ Value read_field(ByteReader& r, const Field& f, const std::string& prim, const F
 // A whole state in the on-disk layout of `v`. read_disk_state returns the on-disk values (to_schema
 // in version.h turns them into the registry state once the node's shapes are known); read_state does
 // both for layouts that need no shapes.
-void write_state(ByteWriter& w, const PrimitiveDef& def, const State& s, const FormatVersion& v);
+void write_state(ByteWriter& w, const PrimitiveDef& def, const State& s, const FormatVersion& v,
+                 const std::vector<ArraySpec>& outputs = {});
 std::vector<Value> read_disk_state(ByteReader& r, const PrimitiveDef& def, const FormatVersion& v,
                                    bool mlx_rules = false);
 State read_state(ByteReader& r, const PrimitiveDef& def, const FormatVersion& v);

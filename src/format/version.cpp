@@ -19,14 +19,15 @@ namespace {
 constexpr FormatVersion V(int a, int b, int c) { return FormatVersion{a, b, c}; }
 
 // Release tags with export (spec 5.0: there is no 0.26.4, 0.27.0 or 0.30.2), then the later releases
-// (spec 5.1). 0.32.2 is newer than the spec: its wheel's SDPA takes force_fused (spec 5.1 A6).
+// (spec 5.1). 0.32.2 - 0.32.4 are newer than the spec; their changes were found by comparing the
+// wheels' files: 0.32.2 SDPA force_fused and DivMod's flooring, 0.32.4 FFT odd_out and FloorDivide.
 const std::vector<FormatVersion>& releases() {
   static const std::vector<FormatVersion> r = {
       V(0, 22, 0), V(0, 22, 1), V(0, 23, 0), V(0, 23, 1), V(0, 23, 2), V(0, 24, 0), V(0, 24, 1), V(0, 24, 2),
       V(0, 25, 0), V(0, 25, 1), V(0, 25, 2), V(0, 26, 0), V(0, 26, 1), V(0, 26, 2), V(0, 26, 3), V(0, 26, 5),
       V(0, 27, 1), V(0, 28, 0), V(0, 29, 0), V(0, 29, 1), V(0, 29, 2), V(0, 29, 3), V(0, 29, 4), V(0, 30, 0),
       V(0, 30, 1), V(0, 30, 3), V(0, 30, 4), V(0, 30, 5), V(0, 30, 6), V(0, 31, 0), V(0, 31, 1), V(0, 31, 2),
-      V(0, 32, 0), V(0, 32, 1), V(0, 32, 2)};
+      V(0, 32, 0), V(0, 32, 1), V(0, 32, 2), V(0, 32, 3), V(0, 32, 4)};
   return r;
 }
 
@@ -37,6 +38,7 @@ constexpr FormatVersion kConvHighPadding = V(0, 25, 2);      // padding_lo and p
 constexpr FormatVersion kConvConstructorOrder = V(0, 26, 2);  // stored in the constructor's order
 constexpr FormatVersion kOptionalBug = V(0, 30, 0);         // optional<float> misread, until 0.31.1
 constexpr FormatVersion kOptionalFix = V(0, 31, 1);
+constexpr FormatVersion kFloorDivMod = V(0, 32, 2);         // DivMod floors the quotient (Python's divmod)
 
 // ---- versioned primitives ----
 
@@ -58,6 +60,17 @@ struct Extra {
   Value write;        // what kiln writes
   bool must_match;    // on read: other values have no kiln representation (else they are dropped)
   const char* note;   // why, for the error text
+  bool derived = false;  // written as recomputed from the node (derive_extra), not `write`
+};
+
+// A registry field that no layout stores: its value is implied by the release (DivMod's rounding,
+// which MLX changed in 0.32.2 without a state field). Read as the value of the file's release;
+// writing refuses a node whose value differs from the target release's.
+struct Implied {
+  int field;
+  FormatVersion since;
+  Value before, after;
+  const char* why;  // what the target release would compute instead, for the error text
 };
 
 struct Layout {
@@ -72,6 +85,7 @@ struct Versioned {
   std::string name;
   std::vector<Layout> layouts;  // oldest first
   std::vector<Default> defaults;
+  std::vector<Implied> implied = {};
 };
 
 // An enum value that a release range cannot encode.
@@ -97,7 +111,7 @@ const std::vector<ValueLimit> kValueLimits = {
 const std::map<std::string, FormatVersion> kAddedNames = {
     {"LogSumExp", V(0, 24, 2)},  {"Eig", V(0, 26, 0)},          {"GatherAxis", V(0, 26, 2)},
     {"ScatterAxis", V(0, 26, 2)}, {"CustomKernel", V(0, 30, 0)}, {"MaskedScatter", V(0, 30, 1)},
-    {"SearchSorted", V(0, 32, 1)},
+    {"SearchSorted", V(0, 32, 1)}, {"FloorDivide", V(0, 32, 4)},
 };
 
 const char* const kSliceUpdateTypes[] = {"Max", "Min", "Sum", "Prod", "None"};
@@ -138,6 +152,17 @@ std::vector<Versioned> make_table() {
   for (int i = 0; i < 14; ++i) ck[i] = i;
   std::vector<int> ck32 = ck;
   ck32.push_back(-1);
+  // odd_out (0.32.4): whether an inverse real transform's last axis is odd. The recorded output shape
+  // already says so, and older releases take that shape from the file: dropped on read, recomputed
+  // when writing, and nothing is lost writing for older releases.
+  t.push_back({"FFT",
+               {{V(0, 22, 0), {0, 1, 2}},
+                {V(0, 32, 4), {0, 1, 2, -1}, {{{"odd_out", FieldType::Bool}, false, false, "odd inverse real length", true}}}},
+               {}});
+  t.push_back({"DivMod", {{V(0, 22, 0), {}}}, {},
+               {{0, kFloorDivMod, false, true,
+                 "before 0.32.2 MLX's DivMod truncates the quotient (C-style), from 0.32.2 it floors it (Python's "
+                 "divmod), so that release would compute other values"}}});
   t.push_back({"CustomKernel",
                {{V(0, 30, 0), ck},
                 {V(0, 32, 0), ck32, {{{"compile_options", FieldType::Int}, int32_t(0), false, "Metal math mode"}}}},
@@ -161,7 +186,8 @@ const Table& table() {
         // registry row would otherwise drop a field silently).
         for (int k = 0; k < static_cast<int>(def->fields.size()); ++k) {
           bool on_disk = std::find(l.order.begin(), l.order.end(), k) != l.order.end();
-          bool has_default = std::any_of(row.defaults.begin(), row.defaults.end(), [&](auto& d) { return d.field == k; });
+          bool has_default = std::any_of(row.defaults.begin(), row.defaults.end(), [&](auto& d) { return d.field == k; }) ||
+                             std::any_of(row.implied.begin(), row.implied.end(), [&](auto& d) { return d.field == k; });
           if (!on_disk && !has_default) {
             throw std::logic_error("[format] The " + l.since.str() + " layout of " + row.name + " misses field " +
                                    def->fields[k].name + ".");
@@ -230,6 +256,19 @@ std::vector<int32_t> derive_padding_hi(const State& s, const std::vector<ArraySp
     hi[i] = static_cast<int32_t>(std::clamp<int64_t>(h, INT32_MIN, INT32_MAX));
   }
   return hi;
+}
+
+// The value of a derived disk-only field (FFT's odd_out: an inverse real transform whose last
+// transformed axis has an odd recorded length). Without output specs it is false.
+Value derive_extra(const PrimitiveDef& def, const State& s, const std::vector<ArraySpec>& outputs) {
+  if (def.name == "FFT") {
+    auto& axes = std::get<std::vector<uint64_t>>(s.values.at(0));
+    bool inverse = std::get<bool>(s.values.at(1)), real = std::get<bool>(s.values.at(2));
+    if (!inverse || !real || axes.empty() || outputs.size() != 1) return false;
+    auto& shape = outputs[0].shape;
+    return axes.back() < shape.size() && shape[axes.back()] % 2 == 1;
+  }
+  return Value{};
 }
 
 }  // namespace
@@ -380,6 +419,7 @@ State to_schema(const PrimitiveDef& def, const FormatVersion& v, std::vector<Val
                                   " (MLX " + v.str() + " layout, " + x.note + ") has no kiln equivalent.");
     }
   }
+  for (auto& d : row->implied) s.values[d.field] = v >= d.since ? d.after : d.before;
   for (auto& d : row->defaults) {
     if (set[d.field]) continue;
     if (d.policy == Policy::Derived) {
@@ -431,6 +471,12 @@ void check_expressible(const PrimitiveDef& def, const State& state, const Format
   const Versioned* row = versioned(def);
   if (!row) return;
   const Layout& l = layout_at(*row, v);
+  for (auto& d : row->implied) {
+    const Value& want = v >= d.since ? d.after : d.before;
+    if (state.values.at(d.field) != want) {
+      refuse(api, def.name + " with " + def.fields[d.field].name + "=" + value_text(state.values[d.field]), v, d.why);
+    }
+  }
   for (auto& d : row->defaults) {
     if (d.policy != Policy::Require) continue;
     if (std::find(l.order.begin(), l.order.end(), d.field) != l.order.end()) continue;
@@ -475,14 +521,27 @@ void check_target_reads(const PrimitiveDef& def, const State& state, const Forma
   }
 }
 
-std::vector<Value> from_schema(const PrimitiveDef& def, const FormatVersion& v, const State& state) {
+std::vector<Value> from_schema(const PrimitiveDef& def, const FormatVersion& v, const State& state,
+                               const std::vector<ArraySpec>& outputs) {
   const Versioned* row = versioned(def);
   if (!row) return state.values;
   const Layout& l = layout_at(*row, v);
   std::vector<Value> out;
   out.reserve(l.order.size());
-  for (int k : l.order) out.push_back(k >= 0 ? state.values.at(k) : l.extras[-k - 1].write);
+  for (int k : l.order) {
+    if (k >= 0) {
+      out.push_back(state.values.at(k));
+    } else {
+      const Extra& x = l.extras[-k - 1];
+      out.push_back(x.derived ? derive_extra(def, state, outputs) : x.write);
+    }
+  }
   return out;
+}
+
+bool implied_field(const PrimitiveDef& def, int k) {
+  const Versioned* row = versioned(def);
+  return row && std::any_of(row->implied.begin(), row->implied.end(), [&](auto& d) { return d.field == k; });
 }
 
 }  // namespace kiln::format

@@ -77,7 +77,12 @@ std::string reduce_expansion(const PrimitiveDef& def, const FormatVersion& v, st
 // The registry state -> on-disk values at `v`, in the order MLX `v` writes them. Registry fields the
 // layout lacks are left out: check_expressible (called by the writer first) refuses when that loses
 // a value.
-std::vector<Value> from_schema(const PrimitiveDef& def, const FormatVersion& v, const State& state);
+// `outputs`: the node's specs, from which derived disk-only fields are computed (FFT's odd_out).
+std::vector<Value> from_schema(const PrimitiveDef& def, const FormatVersion& v, const State& state,
+                               const std::vector<ArraySpec>& outputs = {});
+// Whether registry field `k` is one no layout stores, its value implied by the release (DivMod's
+// `floor`, MLX's rounding since 0.32.2); such fields are not part of MLX's state.
+bool implied_field(const PrimitiveDef& def, int k);
 
 // Whether `v` can express this node (its name in `v`'s table, its state values encodable). Throws
 // std::invalid_argument "[<api>] ..." naming the primitive and the version when not.

@@ -97,7 +97,7 @@ void write_record(ByteWriter& w, const Record& rec, const FormatVersion& v, cons
         write_ids(w, e.inputs);
         write_stream(w, e.stream);
         w.str(disk_name(*e.def, v));
-        write_state(w, *e.def, e.state, v);
+        write_state(w, *e.def, e.state, v, e.specs);
         if (e.specs.size() == 1) {
           w.u64(0);
           write_shape(w, e.specs[0].shape);

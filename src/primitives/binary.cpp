@@ -266,17 +266,59 @@ void float_arith_cpu(const Node&, const std::vector<array>& in, std::vector<arra
   });
 }
 
-// DivMod: C-style quotient and remainder (trunc(x / y) and fmod for floats), as MLX computes them.
-void divmod_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+// DivMod's state `floor` says which MLX semantics the node has; no MLX layout stores it (the file's
+// release implies it, see format/version.cpp). false: C-style quotient and remainder (trunc(x / y),
+// and fmod for floats), as MLX up to 0.32.1 computes them. true: Python's divmod, as MLX 0.32.2 on
+// does: the quotient is floored and the remainder takes the divisor's sign (integers: x / y and x % y
+// corrected when the remainder's sign differs from y's; floats: floor(x / y), and fmod corrected the same way).
+template <typename T>
+inline T floor_int_div(T x, T y) {
+  T q = int_div(x, y);
+  if constexpr (std::is_signed_v<T>) {
+    T r = int_mod(x, y);
+    if (r != 0 && ((r < 0) != (y < 0))) q = static_cast<T>(q - 1);
+  }
+  return q;
+}
+
+template <typename T>
+inline T floor_int_mod(T x, T y) {
+  T r = int_mod(x, y);
+  if constexpr (std::is_signed_v<T>) {
+    if (r != 0 && ((r < 0) != (y < 0))) r = static_cast<T>(r + y);
+  }
+  return r;
+}
+
+void divmod_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
+  auto& st = node.state.values;
+  const bool floor = !st.empty() && std::holds_alternative<bool>(st[0]) && std::get<bool>(st[0]);
   cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) {
       binary_run<T, T>(in[0], in[1], out[0], [](T x, T y) { return x && y; });
       binary_run<T, T>(in[0], in[1], out[1], [](T, T) { return false; });
     } else if constexpr (is_int_v<T>) {
+      if (floor) {
+        binary_run<T, T>(in[0], in[1], out[0], [](T x, T y) { return floor_int_div(x, y); });
+        binary_run<T, T>(in[0], in[1], out[1], [](T x, T y) { return floor_int_mod(x, y); });
+        return;
+      }
       binary_run<T, T>(in[0], in[1], out[0], [](T x, T y) { return int_div(x, y); });
       binary_run<T, T>(in[0], in[1], out[1], [](T x, T y) { return int_mod(x, y); });
     } else if constexpr (is_float_v<T>) {
+      using A = acc_t<T>;
+      if (floor) {
+        binary_run<T, T>(in[0], in[1], out[0],
+                         [](T x, T y) { return T(std::floor(static_cast<A>(x) / static_cast<A>(y))); });
+        binary_run<T, T>(in[0], in[1], out[1], [](T x, T y) {
+          A b = static_cast<A>(y);
+          A r = std::fmod(static_cast<A>(x), b);
+          if (r != 0 && ((r < 0) != (b < 0))) r += b;
+          return T(r);
+        });
+        return;
+      }
       using A = acc_t<T>;
       binary_run<T, T>(in[0], in[1], out[0],
                        [](T x, T y) { return T(std::trunc(static_cast<A>(x) / static_cast<A>(y))); });
@@ -342,7 +384,14 @@ void register_binary() {
   row("Minimum", arith_infer<ExtremumOp<false>>, arith_cpu<ExtremumOp<false>>);
   row("ArcTan2", float_arith_infer<ArcTan2Op>, float_arith_cpu<ArcTan2Op>);
   row("LogAddExp", float_arith_infer<LogAddExpOp>, float_arith_cpu<LogAddExpOp>);
-  row("DivMod", divmod_infer, divmod_cpu, 2);
+  registry::define({.name = "DivMod",
+                    .fields = {{"floor", FieldType::Bool}},
+                    .min_inputs = 2,
+                    .max_inputs = 2,
+                    .num_outputs = 2,
+                    .flags = B,
+                    .infer = divmod_infer,
+                    .cpu = divmod_cpu});
   row("FloorDivide", arith_infer<FloorDivideOp>, arith_cpu<FloorDivideOp>);
   ew::register_binary_compare();
   ew::register_ternary();
@@ -369,12 +418,14 @@ array floor_divide(const array& a, const array& b, StreamOrDevice s) {
 array remainder(const array& a, const array& b, StreamOrDevice s) {
   return binary_op("Remainder", a, b, promote_types(a.dtype(), b.dtype()), s);
 }
+// kiln's divmod builds the C-style node of MLX 0.30.1, the release whose layout kiln writes by default
+// (exports for 0.32.2 on refuse it; files from those releases carry the flooring node).
 std::vector<array> divmod(const array& a, const array& b, StreamOrDevice s) {
   Dtype t = promote_types(a.dtype(), b.dtype());
   if (t == complex64) throw std::invalid_argument("[divmod] Complex type not supported.");
   auto [x, y] = prepare(a, b, t, s);
   static const PrimitiveDef& d = detail::def("DivMod");
-  return make_arrays(d, {}, {x, y}, {{x.shape(), t}, {x.shape(), t}}, to_stream(s));
+  return make_arrays(d, State{false}, {x, y}, {{x.shape(), t}, {x.shape(), t}}, to_stream(s));
 }
 array power(const array& a, const array& b, StreamOrDevice s) {
   return binary_op("Power", a, b, promote_types(a.dtype(), b.dtype()), s);

@@ -5,6 +5,11 @@ Run with the python3 that has `mlx` 0.30.1 (CPU) and numpy:
 
     python3 tests/reference/gen_sweep.py            # rewrites tests/reference/sweep/
 
+Primitives MLX 0.30.1 lacks (SearchSorted, FloorDivide, DivMod's flooring meaning) come from a newer
+MLX, with cases_newer.py, into their own manifest (same format):
+
+    SWEEP_NEWER=1 /path/to/venv-mlx-0.32.4/bin/python tests/reference/gen_sweep.py   # rewrites sweep_newer/
+
 Each case names an op by its MLX python name (kiln-only ops have a `kiln.` prefix or are noted), its
 array inputs (small, deterministic), its non-array parameters and, per input, an optional view: the
 stored .npy is then the *base* array and the test builds the input from it (transpose, strided slice,
@@ -71,19 +76,26 @@ def drive():
 
 
 def main():
+    newer = bool(os.environ.get("SWEEP_NEWER"))
+    if newer:
+        from cases_newer import NEWEST, gen_newer
+        have = tuple(int(p) for p in mx.__version__.split(".")[:3])
+        if have < NEWEST:
+            sys.exit(f"SWEEP_NEWER needs MLX {'.'.join(map(str, NEWEST))} or newer, this python has {mx.__version__}")
     if not os.environ.get("SWEEP_CHILD"):
         return drive()
     only = os.environ.get("SWEEP_ONLY")
-    for g in FAMILIES:
+    out = OUT + "_newer" if newer else OUT
+    for g in [gen_newer] if newer else FAMILIES:
         if not only or g.__name__ in only.split(","):
             g()
-    if os.path.isdir(OUT):
-        shutil.rmtree(OUT)
-    os.makedirs(OUT)
+    if os.path.isdir(out):
+        shutil.rmtree(out)
+    os.makedirs(out)
     for name, b in written.items():
-        with open(os.path.join(OUT, name + ".npy"), "wb") as f:
+        with open(os.path.join(out, name + ".npy"), "wb") as f:
             f.write(b)
-    with open(os.path.join(OUT, "manifest.json"), "w") as f:
+    with open(os.path.join(out, "manifest.json"), "w") as f:
         f.write('{"producer": "mlx %s", "generator": "tests/reference/gen_sweep.py", "cases": [\n' % mx.__version__)
         f.write(",\n".join(json.dumps(c, separators=(",", ":"), allow_nan=False) for c in CASES))
         f.write("\n]}\n")

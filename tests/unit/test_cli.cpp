@@ -169,7 +169,7 @@ TEST(Cli, ConvertHelpAndUsageErrors) {
   auto to = run_cli("convert " + (kGolden / "unary_abs/unary_abs.mlxfn").string() + " " + cli_tmp("x").string() +
                     " --to 0.99.0");
   EXPECT_EQ(to.code, 1);
-  EXPECT_EQ(to.err, "kiln convert: [convert] MLX 0.99.0 is newer than the newest layout kiln knows (0.32.2).\n");
+  EXPECT_EQ(to.err, "kiln convert: [convert] MLX 0.99.0 is newer than the newest layout kiln knows (0.32.4).\n");
   auto missing = run_cli("convert " + (kGolden / "unary_abs/unary_abs.mlxfn").string() + " " + cli_tmp("x").string() +
                          " --to");
   EXPECT_EQ(missing.code, 2);
@@ -231,15 +231,25 @@ TEST(Cli, ConvertRefusalNamesThePrimitive) {
 }
 
 TEST(Cli, NewerVersionIsNamed) {
-  auto f = fs::path(KILN_TEST_DATA) / "golden" / "versions" / "newer" / "0.32.4_plain_ops.mlxfn";
-  auto r = run_cli("inspect " + f.string());
+  // A real 0.32.4 file is read; the same bytes with the header "0.99.0" are refused naming it.
+  auto f = fs::path(KILN_TEST_DATA) / "golden" / "versions" / "0.32.4" / "plain_ops" / "plain_ops.mlxfn";
+  auto ok = run_cli("inspect " + f.string());
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  std::ifstream in(f, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(bytes.substr(8, 6), "0.32.4");
+  bytes.replace(8, 6, "0.99.0");
+  auto newer = cli_tmp("newer.mlxfn");
+  std::ofstream(newer, std::ios::binary) << bytes;
+  auto r = run_cli("inspect " + newer.string());
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(lines(r.err), 1u);
-  EXPECT_NE(r.err.find("written by MLX 0.32.4, which is newer than the newest layout kiln knows (0.32.2)"),
+  EXPECT_NE(r.err.find("written by MLX 0.99.0, which is newer than the newest layout kiln knows (0.32.4)"),
             std::string::npos)
       << r.err;
   auto v = run_cli("version");
-  EXPECT_NE(v.out.find("0.22.0 to 0.32.2"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("0.22.0 to 0.32.4"), std::string::npos) << v.out;
+  fs::remove_all(cli_tmp("").parent_path());
 }
 
 }  // namespace

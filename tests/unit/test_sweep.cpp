@@ -37,6 +37,9 @@ using namespace sweep;
 using kiln::operator<<;
 
 const fs::path kDir = fs::path(KILN_TEST_DATA) / "reference" / "sweep";
+// Cases for primitives MLX 0.30.1 lacks (SearchSorted, FloorDivide, flooring DivMod), from MLX 0.32.4
+// (gen_sweep.py with SWEEP_NEWER=1): same format, read after the main manifest.
+const fs::path kNewerDir = fs::path(KILN_TEST_DATA) / "reference" / "sweep_newer";
 
 // Primitives no sweep case can exercise, and why.
 const std::map<std::string, std::string> kExcluded = {
@@ -120,10 +123,12 @@ struct Case {
 const std::vector<Case>& cases() {
   static const std::vector<Case> all = [] {
     std::vector<Case> out;
-    std::ifstream f(kDir / "manifest.json");
-    if (!f) return out;
-    json m = json::parse(f);
-    for (auto& c : m["cases"]) out.push_back({c["name"].get<std::string>(), c});
+    for (auto& dir : {kDir, kNewerDir}) {
+      std::ifstream f(dir / "manifest.json");
+      if (!f) return out;
+      json m = json::parse(f);
+      for (auto& c : m["cases"]) out.push_back({c["name"].get<std::string>(), c});
+    }
     return out;
   }();
   return all;
@@ -151,7 +156,12 @@ std::vector<std::string> case_names() {
 }
 
 // Manifest file names are 12 hex digits of the file's hash, without ".npy".
-mx::array load(const std::string& name) { return mx::load((kDir / (name + ".npy")).string()); }
+// (Files of the newer manifest live in its own folder; names are content hashes, so never ambiguous.)
+mx::array load(const std::string& name) {
+  auto p = kDir / (name + ".npy");
+  if (!fs::exists(p)) p = kNewerDir / (name + ".npy");
+  return mx::load(p.string());
+}
 
 // ---------------------------------------------------------------- derivations (as gen_sweep.py DERIVE)
 

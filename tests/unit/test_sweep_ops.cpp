@@ -57,6 +57,20 @@ const std::map<std::string, OpFn>& ops() {
     BIN("left_shift", mx::left_shift) BIN("right_shift", mx::right_shift)
 #undef BIN
     t["divmod"] = [](A x, P) { return mx::divmod(x[0], x[1]); };
+    // The MLX 0.32.x nodes (sweep_newer): FloorDivide and the flooring DivMod, built from their registry
+    // rows after the same promotion and broadcasting as the ops.
+    auto node = [](const char* prim, A x, mx::State st, int outs) {
+      auto t = mx::promote_types(x[0].dtype(), x[1].dtype());
+      auto b = mx::broadcast_arrays({mx::astype(x[0], t), mx::astype(x[1], t)});
+      if (std::string(prim) == "DivMod" && t == mx::complex64) {
+        throw std::invalid_argument("[divmod] Complex type not supported.");
+      }
+      std::vector<mx::ArraySpec> specs(outs, mx::ArraySpec{b[0].shape(), t});
+      return mx::make_arrays(mx::registry::get(prim), std::move(st), {b[0], b[1]}, specs);
+    };
+    t["kiln.floor_divide_node"] = [node](A x, P) { return node("FloorDivide", x, {}, 1); };
+    t["kiln.divmod_floor"] = [node](A x, P) { return node("DivMod", x, mx::State{true}, 2); };
+    t["searchsorted"] = [](A x, P p) { return one(mx::searchsorted(x[0], x[1], gs(p, "side", "left"))); };
     t["array_equal"] = [](A x, P p) { return one(mx::array_equal(x[0], x[1], gb(p, "equal_nan"))); };
     t["isclose"] = [](A x, P p) {
       return one(mx::isclose(x[0], x[1], p["rtol"].get<double>(), p["atol"].get<double>(), gb(p, "equal_nan")));

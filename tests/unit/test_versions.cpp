@@ -108,9 +108,9 @@ TEST(VersionsTable, SupportedVersionsAreTheReleases) {
   auto v = fmt::supported_versions();
   ASSERT_GE(v.size(), 35u);
   EXPECT_EQ(v.front(), "0.22.0");
-  EXPECT_EQ(v.back(), "0.32.2");
+  EXPECT_EQ(v.back(), "0.32.4");
   for (const char* want : {"0.22.1", "0.23.2", "0.24.2", "0.25.2", "0.26.5", "0.27.1", "0.28.0", "0.29.4", "0.30.0",
-                           "0.30.1", "0.30.6", "0.31.2", "0.32.0", "0.32.1"}) {
+                           "0.30.1", "0.30.6", "0.31.2", "0.32.0", "0.32.1", "0.32.2", "0.32.3"}) {
     EXPECT_NE(std::find(v.begin(), v.end(), want), v.end()) << want;
   }
   // There are no such releases (spec 5.0).
@@ -137,7 +137,7 @@ TEST(VersionsTable, TargetVersionErrors) {
     }
     return std::string();
   };
-  EXPECT_EQ(err("0.33.0"), "[convert] MLX 0.33.0 is newer than the newest layout kiln knows (0.32.2).");
+  EXPECT_EQ(err("0.33.0"), "[convert] MLX 0.33.0 is newer than the newest layout kiln knows (0.32.4).");
   EXPECT_EQ(err("0.21.1"), "[convert] MLX 0.21.1 has no function export (it starts with 0.22.0).");
   EXPECT_EQ(err("0.30"), "[convert] Invalid MLX version '0.30': expected major.minor.patch, for example 0.30.1.");
   EXPECT_THAT(err("0.30.1.dev1"), HasSubstr("Invalid MLX version '0.30.1.dev1'"));
@@ -155,7 +155,7 @@ TEST(VersionsTable, HeaderDetection) {
   } catch (const std::invalid_argument& e) {
     EXPECT_EQ(std::string(e.what()),
               "[import_function] The file was written by MLX 0.33.0, which is newer than the newest layout kiln "
-              "knows (0.32.2); its layout may differ, so it is not read.");
+              "knows (0.32.4); its layout may differ, so it is not read.");
   }
   EXPECT_THROW(fmt::reader_layout("0.21.1"), std::invalid_argument);
 }

@@ -135,7 +135,7 @@ TEST(VersionsGolden, FixturesCoverEveryWheelLayout) {
   auto v = fixture_versions();
   // One release per layout that has a Linux CPU wheel (0.25.2 is the oldest on PyPI).
   for (const char* want : {"0.25.2", "0.26.1", "0.26.2", "0.29.0", "0.29.4", "0.30.1", "0.31.2", "0.32.0", "0.32.1",
-                           "0.32.2"}) {
+                           "0.32.2", "0.32.3", "0.32.4"}) {
     EXPECT_NE(std::find(v.begin(), v.end(), want), v.end()) << want;
   }
   EXPECT_GE(fixture_cases().size(), 150u);
@@ -213,6 +213,17 @@ TEST(VersionsGolden, ReleaseSpecificStructure) {
   // Metadata from 0.32.1.
   EXPECT_EQ(info("0.32.1", "metadata").metadata, "kiln fixture: {\"model\": \"tiny\", \"step\": 7}");
   EXPECT_EQ(info("0.32.2", "plain_ops").metadata, "");
+  // DivMod floors from 0.32.2 (same layout): the release implies the node's `floor`.
+  EXPECT_EQ(node(info("0.32.1", "divmod"), "DivMod").state_text, "floor=false");
+  for (auto& v : {"0.32.2", "0.32.3", "0.32.4"}) EXPECT_EQ(node(info(v, "divmod"), "DivMod").state_text, "floor=true") << v;
+  // `//`: Divide (+ Floor for floats) up to 0.32.2, an integer correction graph in 0.32.3, FloorDivide in 0.32.4.
+  EXPECT_EQ(info("0.32.2", "floor_divide").functions[0].primitive_histogram.count("FloorDivide"), 0u);
+  EXPECT_EQ(info("0.32.3", "floor_divide").functions[0].primitive_histogram.count("FloorDivide"), 0u);
+  EXPECT_EQ(info("0.32.4", "floor_divide").functions[0].primitive_histogram["FloorDivide"], 2u);
+  // FFT's odd_out (0.32.4) is derived from the recorded output shape: the state is the same everywhere.
+  for (auto& v : {"0.32.1", "0.32.4"}) {
+    EXPECT_EQ(info(v, "irfft_odd").functions[0].primitive_histogram["FFT"], 3u) << v;
+  }
 }
 
 namespace {

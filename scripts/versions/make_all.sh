@@ -4,7 +4,7 @@
 set -euo pipefail
 VENVS=${VENVS:-/tmp/mlxv}
 OUT=${1:-$(cd "$(dirname "$0")/../.." && pwd)/tests/golden/versions}
-VERSIONS=${VERSIONS:-"0.25.2 0.26.1 0.26.2 0.29.0 0.29.4 0.30.1 0.31.2 0.32.0 0.32.1 0.32.2"}
+VERSIONS=${VERSIONS:-"0.25.2 0.26.1 0.26.2 0.29.0 0.29.4 0.30.1 0.31.2 0.32.0 0.32.1 0.32.2 0.32.3 0.32.4"}
 for v in $VERSIONS; do
   d=$VENVS/$v
   if ! "$d/bin/python" -c "import mlx.core" 2>/dev/null; then

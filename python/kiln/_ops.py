@@ -1,0 +1,3 @@
+"""PLACEHOLDER (development scaffold, replaced before merge)."""
+
+__all__ = []

@@ -7,6 +7,9 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 PKGS="cmake g++ make pkg-config libopenblas-dev liblapacke-dev libfftw3-dev libgtest-dev nlohmann-json3-dev"
 # clang with its sanitizer and libFuzzer runtimes (libclang-rt-dev): scripts/sanitize.sh.
 PKGS="$PKGS clang libclang-rt-dev"
+# ccache: the wheel build (scripts/python_tests.sh) compiles the same library sources as build/, so they
+# come from the cache (CCACHE_BASEDIR makes the two build trees' paths match).
+PKGS="$PKGS ccache"
 missing=""
 for p in $PKGS; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
@@ -36,5 +39,6 @@ if [ -n "$missing" ] && ! venv_works; then
     echo "[setup] could not install$missing; the MLX interop tests will report skipped"
 fi
 BUILD_DIR="${BUILD_DIR:-build}"
+export CCACHE_BASEDIR="$PWD"
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_BENCH="${KILN_BUILD_BENCH:-OFF}" ${KILN_CMAKE_ARGS:-} >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Set up, build and run every kiln test (unit, conformance over the golden MLX corpus, CLI, and the
-# interop tests against real MLX from PyPI).
+# interop tests against real MLX from PyPI), then the Python package's tests and the sanitizer stage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ROOT="$PWD"
 ./scripts/setup.sh
 BUILD_DIR="${BUILD_DIR:-build}"
 cd "$BUILD_DIR"
@@ -19,9 +20,12 @@ if [ -f Testing/Temporary/LastTest.log ]; then
   fi
 fi
 [ "$rc" = 0 ] || exit "$rc"
+# ---- The Python package (issue 10): pip wheel ., installed into a fresh venv, python/tests ----
+cd "$ROOT"
+echo "---- Python package (scripts/python_tests.sh) ----"
+BUILD_DIR="$BUILD_DIR" ./scripts/python_tests.sh
 # ---- Hostile files (issue 6): ASan+UBSan suite, fuzzing, TSan concurrency (scripts/sanitize.sh) ----
 # KILN_SKIP_SANITIZE=1 skips them (e.g. for a quick local run).
 if [ "${KILN_SKIP_SANITIZE:-0}" != 1 ]; then
-  cd "$OLDPWD"
   ./scripts/sanitize.sh
 fi

@@ -19,7 +19,7 @@ needs_wheel = pytest.mark.skipif(not INSTALLED, reason="kiln is a development co
 def test_python_m_kiln_runs_the_cli():
     r = subprocess.run([sys.executable, "-m", "kiln", "--help"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert "kiln run" in r.stdout + r.stderr and "kiln inspect" in r.stdout + r.stderr
+    assert "usage: kiln" in r.stdout and "inspect" in r.stdout
 
 
 def test_cli_errors_exit_nonzero():
@@ -33,7 +33,7 @@ def test_console_entry_point():
     exe = os.path.join(sysconfig.get_path("scripts"), "kiln")
     assert os.path.exists(exe), exe
     r = subprocess.run([exe, "--help"], capture_output=True, text=True)
-    assert r.returncode == 0 and "kiln run" in r.stdout + r.stderr
+    assert r.returncode == 0 and "usage: kiln" in r.stdout
 
 
 @needs_wheel

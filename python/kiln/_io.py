@@ -161,13 +161,13 @@ def _load_npz(file):
             if info.compress_type == zipfile.ZIP_STORED and info.compress_size != info.file_size:
                 raise _npz_error(
                     where,
-                    f"expected the stored {member} to be as large compressed as uncompressed but found "
+                    f"expected the stored member {name!r} to be as large compressed as uncompressed but found "
                     f"{info.compress_size} and {info.file_size} bytes",
                 )
             if info.compress_type == zipfile.ZIP_DEFLATED and info.file_size > info.compress_size * _DEFLATE_MAX_RATIO + 1024:
                 raise _npz_error(
                     where,
-                    f"expected the deflated {member} to expand at most {_DEFLATE_MAX_RATIO}-fold but it declares "
+                    f"expected the deflated member {name!r} to expand at most {_DEFLATE_MAX_RATIO}-fold but it declares "
                     f"{info.file_size} bytes from {info.compress_size}",
                 )
             try:

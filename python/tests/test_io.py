@@ -37,8 +37,7 @@ def values_for(name, shape=(3, 4)):
 
 def kiln_array(name, shape=(3, 4)):
     v = values_for(name, shape)
-    a = kiln.array(v)
-    return a.astype(getattr(kiln, name)) if name == "bfloat16" else a
+    return kiln.array(v).astype(getattr(kiln, name))  # (float64 NumPy input becomes float32, as in MLX)
 
 
 def as_np(a, mod):
@@ -116,14 +115,14 @@ def test_npz_round_trip(tmp_path, compressed):
 
 def test_empty_scalar_and_strided_arrays(tmp_path):
     empty = kiln.array(np.zeros((2, 0, 3), np.float32))
-    scalar = kiln.array(np.float16(1.5))
+    scalar = kiln.array(np.array(1.5, np.float16))
     t = kiln.array(np.arange(12, dtype=np.int32).reshape(3, 4)).T
     kiln.save(tmp_path / "e.npy", empty)
     assert kiln.load(tmp_path / "e.npy").shape == (2, 0, 3)
     kiln.save_safetensors(tmp_path / "s.safetensors", {"e": empty, "s": scalar, "t": t})
     out = kiln.load(tmp_path / "s.safetensors")
     assert out["e"].shape == (2, 0, 3) and out["e"].dtype == kiln.float32
-    assert out["s"].shape == () and out["s"].item() == 1.5
+    assert out["s"].shape == () and out["s"].tolist() == 1.5
     np.testing.assert_array_equal(np.array(out["t"]), np.arange(12).reshape(3, 4).T)
     kiln.savez(tmp_path / "z.npz", e=empty, s=scalar, t=t)
     out = kiln.load(tmp_path / "z.npz")
@@ -189,8 +188,7 @@ def mlx():
 
 
 def mlx_array(mlx, name):
-    a = mlx.array(values_for(name))
-    return a.astype(mlx.bfloat16) if name == "bfloat16" else a
+    return mlx.array(values_for(name)).astype(getattr(mlx, name))
 
 
 @pytest.mark.parametrize("name", DTYPES)
@@ -225,6 +223,8 @@ def test_kiln_files_load_in_mlx(tmp_path, mlx, name):
         got = as_np(m, mlx)
         np.testing.assert_array_equal(got, want.astype(got.dtype))
 
+    if name == "float64":
+        pytest.skip("MLX 0.30.1 reads '<f8' .npy data (its own files too) as complex64, and no F64 .safetensors")
     kiln.save(tmp_path / "a.npy", a.T)
     m = mlx.load(str(tmp_path / "a.npy"))
     assert m.dtype == getattr(mlx, name)
@@ -235,13 +235,12 @@ def test_kiln_files_load_in_mlx(tmp_path, mlx, name):
     check(z["y"])
     kiln.savez_compressed(tmp_path / "zc.npz", x=a)
     check(mlx.load(str(tmp_path / "zc.npz"))["x"])
-    if name != "float64":  # MLX 0.30.1 cannot read F64 .safetensors (kiln writes them)
-        kiln.save_safetensors(tmp_path / "a.safetensors", {"x": a, "e": kiln.array(np.zeros((0, 2), np.float32))},
-                              metadata={"who": "kiln"})
-        arrays, meta = mlx.load(str(tmp_path / "a.safetensors"), return_metadata=True)
-        assert meta == {"who": "kiln"}
-        check(arrays["x"])
-        assert arrays["e"].shape == (0, 2)
+    kiln.save_safetensors(tmp_path / "a.safetensors", {"x": a, "e": kiln.array(np.zeros((0, 2), np.float32))},
+                          metadata={"who": "kiln"})
+    arrays, meta = mlx.load(str(tmp_path / "a.safetensors"), return_metadata=True)
+    assert meta == {"who": "kiln"}
+    check(arrays["x"])
+    assert arrays["e"].shape == (0, 2)  # MLX refuses to write empty arrays but reads them
 
 
 # ---- NumPy ----

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -313,6 +314,31 @@ TEST(Safetensors, HostileFilesFailClearly) {
     EXPECT_THAT(lt::error_of([&] { mx::load_safetensors(in_cut); }),
                 HasSubstr("Truncated file: expected 3 bytes of data for the tensor 'b' but found 1 in stream."));
   }
+}
+
+TEST(Safetensors, ConcurrentSavesToOnePathLeaveOneWholeFile) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("kiln_st_conc_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "w.safetensors").string();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      auto a = mx::full({64, 64}, mx::array(static_cast<float>(t)));
+      for (int i = 0; i < 8; ++i) mx::save_safetensors(path, {{"w", a}}, {{"writer", std::to_string(t)}});
+    });
+  }
+  for (auto& th : threads) th.join();
+  auto [arrays, meta] = mx::load_safetensors(path);
+  const float v = static_cast<float>(std::stoi(meta.at("writer")));
+  for (float x : values<float>(arrays.at("w"))) ASSERT_EQ(x, v);
+  int files = 0;
+  for (auto& e : fs::directory_iterator(dir)) {
+    (void)e;
+    ++files;
+  }
+  EXPECT_EQ(files, 1);
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -12,12 +12,18 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "backend/cpu/loops.h"
+#include "io/atomic_file.h"
+#include "io/source.h"
 #include "kiln/io.h"
+#include "kiln/ops.h"
 
 namespace kiln {
 
 namespace {
+
+using io_detail::MemorySource;
+using io_detail::Source;
+using io_detail::StreamSource;
 
 static_assert(std::endian::native == std::endian::little, "kiln's .npy code assumes a little-endian host");
 
@@ -49,74 +55,16 @@ std::string make_header(const array& a) {
   return h.str();
 }
 
-// The elements of `a` in row-major order (a itself when it already is row-contiguous).
+// The elements of `a` in row-major order (a itself when it already is row-contiguous), evaluated.
 array row_major(const array& a) {
-  if (a.row_contiguous()) return a;
-  array out(a.shape(), a.dtype());
-  const size_t isz = a.itemsize();
-  const char* src = static_cast<const char*>(a.buffer()->ptr) + a.offset() * static_cast<int64_t>(isz);
-  char* dst = static_cast<char*>(out.raw_data());
-  const Strides dst_st = row_major_strides(a.shape());
-  cpu::for_each_row<2>(a.shape(), {&dst_st, &a.strides()}, {0, 0}, cpu::kGrainCheap,
-                       [&](const std::array<int64_t, 2>& o, int64_t n, const std::array<int64_t, 2>& st) {
-                         for (int64_t i = 0; i < n; ++i) {
-                           std::memcpy(dst + (o[0] + i * st[0]) * static_cast<int64_t>(isz),
-                                       src + (o[1] + i * st[1]) * static_cast<int64_t>(isz), isz);
-                         }
-                       });
+  if (a.is_available() && a.row_contiguous()) return a;
+  array out = contiguous(a);
+  out.eval();
+  if (!out.row_contiguous()) throw std::logic_error("[save] contiguous() returned a strided array.");
   return out;
 }
 
 // ---- reading ----
-
-// A byte source with a label for messages.
-struct Source {
-  virtual ~Source() = default;
-  virtual size_t read(void* dst, size_t n) = 0;  // bytes actually read
-  virtual std::optional<size_t> remaining() = 0;  // bytes left, when known
-  std::string label;
-};
-
-struct StreamSource : Source {
-  std::istream& in;
-  explicit StreamSource(std::istream& i, std::string l) : in(i) { label = std::move(l); }
-  size_t read(void* dst, size_t n) override {
-    size_t got = 0;
-    while (got < n && in) {
-      size_t chunk = std::min<size_t>(n - got, size_t(1) << 30);
-      in.read(static_cast<char*>(dst) + got, static_cast<std::streamsize>(chunk));
-      got += static_cast<size_t>(in.gcount());
-      if (in.gcount() == 0) break;
-    }
-    return got;
-  }
-  std::optional<size_t> remaining() override {
-    auto here = in.tellg();
-    if (here < 0) return std::nullopt;
-    in.seekg(0, std::ios::end);
-    auto end = in.tellg();
-    in.seekg(here);
-    if (end < here || !in) {
-      in.clear();
-      return std::nullopt;
-    }
-    return static_cast<size_t>(end - here);
-  }
-};
-
-struct MemorySource : Source {
-  const char* p;
-  size_t left;
-  MemorySource(const void* d, size_t n) : p(static_cast<const char*>(d)), left(n) { label = "memory"; }
-  size_t read(void* dst, size_t n) override {
-    size_t k = std::min(n, left);
-    if (k) std::memcpy(dst, p, k);
-    p += k;
-    left -= k;
-    return k;
-  }
-  std::optional<size_t> remaining() override { return left; }
-};
 
 [[noreturn]] void fail(const Source& src, const std::string& what) {
   throw std::runtime_error("[load] " + what + " in " + src.label + ".");
@@ -384,11 +332,8 @@ void save(std::ostream& out, array a) {
 
 void save(std::string file, array a) {
   if (file.size() < 4 || file.compare(file.size() - 4, 4, ".npy") != 0) file += ".npy";
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  if (!out) throw std::runtime_error("[save] Failed to open " + file);
-  save(out, std::move(a));
-  out.close();
-  if (!out) throw std::runtime_error("[save] Failed to write " + file);
+  a.eval();
+  io_detail::write_file_atomically(file, "[save]", [&](std::ostream& out) { save(out, a); });
 }
 
 array load(std::istream& in, StreamOrDevice) {

@@ -303,7 +303,10 @@ void init_array(nb::module_& m) {
       .def("__complex__",
            [](const array& a) {
              nb::object v = scalar_of(a, "complex");
-             return nb::steal(PyComplex_FromCComplex(PyComplex_AsCComplex(v.ptr())));
+             // (limited-API calls only: the extension is an abi3 module on Python >= 3.12)
+             double re = PyComplex_RealAsDouble(v.ptr()), im = PyComplex_ImagAsDouble(v.ptr());
+             if (PyFloat_Check(v.ptr()) || PyLong_Check(v.ptr())) re = PyFloat_AsDouble(v.ptr()), im = 0;
+             return nb::steal(PyComplex_FromDoubles(re, im));
            })
       .def("__index__",
            [](const array& a) {

@@ -294,11 +294,19 @@ array python_scalar(nb::handle obj, std::optional<Dtype> dtype) {
   if (PyLong_Check(p)) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(p, &overflow);
+    if (overflow > 0 && dtype == uint64) {
+      unsigned long long u = PyLong_AsUnsignedLongLong(p);
+      if (!PyErr_Occurred()) return array(static_cast<uint64_t>(u), uint64);
+      PyErr_Clear();
+      throw std::invalid_argument("Converting " + std::string(nb::str(obj).c_str()) +
+                                  " to uint64 would result in overflow.");
+    }
     if (overflow) {
       throw std::invalid_argument("Converting " + std::string(nb::str(obj).c_str()) +
                                   " to int64 would result in overflow.");
     }
-    if (dtype) return is_integral(*dtype) ? scalar_to_array(obj, *dtype) : array(static_cast<int64_t>(v), *dtype);
+    // An explicit dtype converts as C does (kiln.array(200, kiln.int8) is -56), as MLX's constructor.
+    if (dtype) return array(static_cast<int64_t>(v), *dtype);
     bool fits32 = v <= std::numeric_limits<int32_t>::max() && v >= std::numeric_limits<int32_t>::min();
     return fits32 ? array(static_cast<int32_t>(v)) : array(static_cast<int64_t>(v));
   }
@@ -349,7 +357,7 @@ array scalar_to_array(nb::handle scalar, Dtype dtype) {
         }
         ok = v >= lo && v <= hi;
       }
-    } else if (dtype == uint64 && _PyLong_Sign(p) > 0) {
+    } else if (dtype == uint64 && overflow > 0) {  // too large for int64: it may still fit uint64
       unsigned long long u = PyLong_AsUnsignedLongLong(p);
       if (!PyErr_Occurred()) return array(static_cast<uint64_t>(u), uint64);
       PyErr_Clear();

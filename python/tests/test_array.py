@@ -158,7 +158,11 @@ def test_item_and_tolist_types():
     assert type(kiln.array(True).item()) is bool
     assert type(kiln.array(1j).item()) is complex
     assert kiln.array([1, 2], kiln.float16).tolist() == [1.0, 2.0]
-    assert kiln.array(2**63 + 5, kiln.uint64).item() == 2**63 + 5 if False else True
+    assert kiln.array(2**63 + 5, kiln.uint64).item() == 2**63 + 5
+    with pytest.raises(ValueError, match="to uint64 would result in overflow"):
+        kiln.array(2**64, kiln.uint64)
+    assert kiln.array(200, kiln.int8).item() == -56  # the constructor converts as MLX's does
+    assert kiln.array([-1], kiln.uint8).tolist() == [255]
     assert kiln.array([[1, 2], [3, 4]]).tolist() == [[1, 2], [3, 4]]
     with pytest.raises(ValueError, match="size 1"):
         kiln.array([1, 2]).item()
@@ -256,7 +260,7 @@ def test_matmul_operator(mlx):
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     b = np.arange(12, dtype=np.float32).reshape(3, 4)
     assert_same(kiln.array(a) @ kiln.array(b), mlx.array(a) @ mlx.array(b))
-    assert_same(a @ kiln.array(b), a @ mlx.array(b)) if False else None
+    assert_same(kiln.array(a) @ b.tolist(), mlx.array(a) @ mlx.array(b))
     with pytest.raises(ValueError, match="matmul"):
         kiln.array([1, 2]) @ kiln.array([1, 2])
 
@@ -281,8 +285,8 @@ def test_unsupported_operands():
 
 def test_divmod_operator():
     q, r = divmod(kiln.array([7, -7]), 2)
-    assert q.tolist() == [3, -4] or q.tolist() == [3, -3]
-    assert (q * 2 + r).tolist() == [7, -7]
+    assert q.tolist() == [3, -3]  # MLX 0.30.1's divmod truncates (README "MLX versions")
+    assert r.tolist() == [1, -1]
 
 
 # ---- bad input ----

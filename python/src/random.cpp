@@ -43,6 +43,8 @@ Dtype dt_or(nb::handle dtype, Dtype def, const char* api) { return dtype_arg(dty
 
 void init_random(nb::module_& m) {
   m.attr("state") = state_list();
+  // Drop the key before the interpreter tears the array type down.
+  nb::module_::import_("atexit").attr("register")(nb::cpp_function([]() { state_list().clear(); }));
   m.def(
       "seed",
       [](uint64_t seed) {

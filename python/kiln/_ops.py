@@ -36,3 +36,16 @@ def convolve(a, v, /, mode="full", *, stream=None):
         stream=stream,
     )
     return out.reshape(-1)
+
+
+# Constants of mlx.core.
+import math as _math  # noqa: E402
+
+e = _math.e
+pi = _math.pi
+inf = _math.inf
+nan = _math.nan
+euler_gamma = 0.5772156649015329
+newaxis = None
+
+__all__ += ["e", "pi", "inf", "nan", "euler_gamma", "newaxis"]

@@ -2,7 +2,7 @@
 
 from . import _core
 
-__all__ = ["convolve"]
+__all__ = ["convolve", "segmented_mm"]
 
 
 def convolve(a, v, /, mode="full", *, stream=None):
@@ -36,6 +36,29 @@ def convolve(a, v, /, mode="full", *, stream=None):
         stream=stream,
     )
     return out.reshape(-1)
+
+
+def segmented_mm(a, b, /, segments, *, stream=None):
+    """Matrix products of a (M, K) and b (K, N) over segments of the inner axis: segments (..., 2) holds
+    [start, end) offsets and the result is (..., M, N)."""
+    a = a if isinstance(a, _core.array) else _core.array(a)
+    b = b if isinstance(b, _core.array) else _core.array(b)
+    segments = segments if isinstance(segments, _core.array) else _core.array(segments)
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(
+            f"[segmented_mm] Expected 2-D a and b (batched matmul is not supported), found {a.ndim}-D and {b.ndim}-D."
+        )
+    if segments.ndim < 1 or segments.shape[-1] != 2:
+        raise ValueError(
+            f"[segmented_mm] Expected segments of shape (..., 2), found {segments.shape}."
+        )
+    k = a.shape[1]
+    pos = _core.arange(k, stream=stream)
+    start = _core.expand_dims(_core.take(segments, 0, axis=-1, stream=stream), -1, stream=stream)
+    end = _core.expand_dims(_core.take(segments, 1, axis=-1, stream=stream), -1, stream=stream)
+    inside = _core.logical_and(pos >= start, pos < end, stream=stream)  # (..., K)
+    masked = _core.where(_core.expand_dims(inside, -2, stream=stream), a, _core.zeros_like(a), stream=stream)
+    return _core.matmul(masked, b, stream=stream)
 
 
 # Constants of mlx.core.

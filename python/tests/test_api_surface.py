@@ -25,7 +25,6 @@ MISSING = {
         **{n: BACKENDS for n in ["cuda", "metal", "distributed"]},
         "einsum_path": "kiln's einsum has no contraction-path API (it contracts pairwise, left to right)",
         "qqmm": "kiln has no op multiplying two quantized operands",
-        "segmented_mm": "kiln has no segmented matmul op",
     },
     "random": {},
     "linalg": {},

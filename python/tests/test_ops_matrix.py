@@ -91,6 +91,16 @@ def test_block_masked_gather_mm_hadamard():
     both("hadamard_transform", h, scale=0.5, **tol)
 
 
+def test_segmented_mm():
+    a = rng.standard_normal((3, 8)).astype(np.float32)
+    b = rng.standard_normal((8, 2)).astype(np.float32)
+    seg = np.array([[0, 3], [3, 8], [2, 2], [0, 8]], np.uint32)
+    both("segmented_mm", a, b, seg, rtol=1e-4, atol=1e-5)
+    both("segmented_mm", a, b, segments=seg.reshape(2, 2, 2), rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="segmented_mm"):
+        kiln.segmented_mm(a[None], b[None], seg)
+
+
 def test_depends():
     a, b = kiln.array([1.0, 2.0]), kiln.array([3.0])
     out = kiln.depends(a, b)

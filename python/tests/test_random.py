@@ -37,9 +37,6 @@ def test_shapes_and_dtypes():
         kr.categorical(kiln.zeros((2, 3)), shape=(2,), num_samples=2, key=key)
 
 
-mlx = None
-
-
 @pytest.fixture(scope="module")
 def mr():
     m = pytest.importorskip("mlx.core")

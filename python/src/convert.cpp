@@ -410,7 +410,7 @@ std::pair<array, array> to_arrays(nb::handle a, nb::handle b, const char* api) {
 
 std::vector<array> to_array_list(nb::handle seq, const char* api) {
   if (!PyList_Check(seq.ptr()) && !PyTuple_Check(seq.ptr())) {
-    throw std::invalid_argument(prefix(api) + "Expected a list or tuple of arrays, got " + py_type_name(seq) + ".");
+    throw nb::type_error((prefix(api) + "Expected a list or tuple of arrays, got " + py_type_name(seq) + ".").c_str());
   }
   std::vector<array> out;
   for (nb::handle h : nb::borrow<nb::sequence>(seq)) out.push_back(to_array(h, std::nullopt, api));
@@ -490,14 +490,14 @@ std::optional<std::vector<int>> axes_arg(nb::handle obj, const char* api) {
     std::vector<int> out;
     for (nb::handle h : nb::borrow<nb::sequence>(obj)) {
       if (!PyLong_Check(h.ptr()) || PyBool_Check(h.ptr())) {
-        throw std::invalid_argument(prefix(api) + "Expected axes to be integers, found " + py_type_name(h) + ".");
+        throw nb::type_error((prefix(api) + "Expected axes to be integers, found " + py_type_name(h) + ".").c_str());
       }
       out.push_back(nb::cast<int>(h));
     }
     return out;
   }
-  throw std::invalid_argument(prefix(api) + "Expected axis to be None, an int or a sequence of ints, found " +
-                              py_type_name(obj) + ".");
+  throw nb::type_error((prefix(api) + "Expected axis to be None, an int or a sequence of ints, found " +
+                              py_type_name(obj) + ".").c_str());
 }
 
 Shape shape_arg(nb::handle obj, const char* api) {
@@ -506,15 +506,15 @@ Shape shape_arg(nb::handle obj, const char* api) {
     Shape out;
     for (nb::handle h : nb::borrow<nb::sequence>(obj)) {
       if (!PyLong_Check(h.ptr()) || PyBool_Check(h.ptr())) {
-        throw std::invalid_argument(prefix(api) + "Expected a shape of integers, found an element of type " +
-                                    py_type_name(h) + ".");
+        throw nb::type_error((prefix(api) + "Expected a shape of integers, found an element of type " +
+                                    py_type_name(h) + ".").c_str());
       }
       out.push_back(nb::cast<int32_t>(h));
     }
     return out;
   }
-  throw std::invalid_argument(prefix(api) + "Expected a shape (an int or a sequence of ints), found " +
-                              py_type_name(obj) + ".");
+  throw nb::type_error((prefix(api) + "Expected a shape (an int or a sequence of ints), found " +
+                              py_type_name(obj) + ".").c_str());
 }
 
 StreamOrDevice stream_arg(nb::handle obj) {
@@ -522,13 +522,13 @@ StreamOrDevice stream_arg(nb::handle obj) {
   if (nb::isinstance<Stream>(obj)) return nb::cast<Stream>(obj);
   if (nb::isinstance<Device>(obj)) return nb::cast<Device>(obj);
   if (nb::isinstance<Device::DeviceType>(obj)) return Device(nb::cast<Device::DeviceType>(obj));
-  throw std::invalid_argument("Expected stream to be None, a Stream or a Device, found " + py_type_name(obj) + ".");
+  throw nb::type_error(("Expected stream to be None, a Stream or a Device, found " + py_type_name(obj) + ".").c_str());
 }
 
 std::optional<Dtype> dtype_arg(nb::handle obj, const char* api) {
   if (obj.is_none()) return std::nullopt;
   if (nb::isinstance<Dtype>(obj)) return nb::cast<Dtype>(obj);
-  throw std::invalid_argument(prefix(api) + "Expected a dtype such as kiln.float32, found " + py_type_name(obj) + ".");
+  throw nb::type_error((prefix(api) + "Expected a dtype such as kiln.float32, found " + py_type_name(obj) + ".").c_str());
 }
 
 }  // namespace kiln::py

@@ -301,7 +301,7 @@ def test_bad_construction(value, message):
 
 
 def test_bad_dtype_argument():
-    with pytest.raises(ValueError, match="Expected a dtype"):
+    with pytest.raises(TypeError, match="Expected a dtype"):
         kiln.array([1], "float32")
     with pytest.raises(TypeError):
         kiln.array([1], kiln.float32, 3)

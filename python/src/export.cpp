@@ -261,7 +261,7 @@ void init_export(nb::module_& m) {
           kiln::export_function(cb, f, a, k, shapeless);
         }
       },
-      nb::arg(), "fun"_a, "args"_a, nb::kw_only(), "shapeless"_a = false, "version"_a = nb::none(),
+      nb::arg().none(), "fun"_a.none(), "args"_a, nb::kw_only(), "shapeless"_a = false, "version"_a = nb::none(),
       "metadata"_a = nb::none(), "kwargs"_a,
       nb::sig("def export_function(file: Union[str, os.PathLike, Callable[[dict], None]], fun: Callable, "
               "*args, shapeless: bool = False, version: Optional[str] = None, metadata: Optional[str] = None, "
@@ -320,7 +320,7 @@ Args:
         }
         return self.release();
       },
-      "file"_a, "fun"_a, nb::kw_only(), "shapeless"_a = false, "version"_a = nb::none(), "metadata"_a = nb::none(),
+      "file"_a.none(), "fun"_a.none(), nb::kw_only(), "shapeless"_a = false, "version"_a = nb::none(), "metadata"_a = nb::none(),
       nb::rv_policy::take_ownership,
       nb::sig("def exporter(file: Union[str, os.PathLike, Callable[[dict], None]], fun: Callable, *, "
               "shapeless: bool = False, version: Optional[str] = None, metadata: Optional[str] = None) "
@@ -374,7 +374,7 @@ Args:
         }
         return new PyImported{std::move(*fn), *path};
       },
-      "file"_a, nb::kw_only(), "max_array_bytes"_a = nb::none(), "max_call_bytes"_a = nb::none(),
+      "file"_a.none(), nb::kw_only(), "max_array_bytes"_a = nb::none(), "max_call_bytes"_a = nb::none(),
       "mlx_cpu_quirks"_a = false, nb::rv_policy::take_ownership,
       nb::sig("def import_function(file: Union[str, os.PathLike], *, max_array_bytes: Optional[int] = None, "
               "max_call_bytes: Optional[int] = None, mlx_cpu_quirks: bool = False) -> ImportedFunction"),

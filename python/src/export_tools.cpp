@@ -254,7 +254,7 @@ void init_export_tools(nb::module_& m) {
           file.attr("write")(os.str());
         }
       },
-      "file"_a, "args"_a, "kwargs"_a,
+      "file"_a.none(), "args"_a, "kwargs"_a,
       nb::sig("def export_to_dot(file: Union[str, os.PathLike, IO], *args, **kwargs) -> None"),
       R"doc(Write the graph behind some lazy arrays in Graphviz DOT format, as MLX.
 
@@ -285,7 +285,7 @@ Args:
         nb::gil_scoped_release release;
         kiln::convert_file(*src, *dst, opt);
       },
-      "in_file"_a, "out_file"_a, "version"_a = "0.30.1", "metadata"_a = nb::none(),
+      "in_file"_a.none(), "out_file"_a.none(), "version"_a = "0.30.1", "metadata"_a = nb::none(),
       nb::sig("def convert(in_file: Union[str, os.PathLike], out_file: Union[str, os.PathLike], "
               "version: str = '0.30.1', metadata: Optional[str] = None) -> None"),
       R"doc(Rewrite an ``.mlxfn`` file (from any MLX version kiln reads) in another MLX release's layout.

@@ -12,6 +12,7 @@
 
 #include <mutex>
 #include <optional>
+#include <string_view>
 
 #include "bindings.h"
 #include "convert.h"
@@ -187,20 +188,33 @@ ExportOptions export_options(bool shapeless, nb::handle version, nb::handle meta
 
 // One exporter shared by the Python object and its calls: calls are serialized (the GIL is released
 // while a trace and its write run, so two threads could otherwise enter at once).
+// MLX raises RuntimeError (std::runtime_error) for a call after close() and for a second trace with
+// the same signature; kiln's C++ exporter throws std::invalid_argument for both, so they are
+// re-raised here as MLX's Python API raises them.
 struct PyExporter {
   std::optional<FunctionExporter> exporter;
   std::mutex mu;
+  bool closed = false;
 
   void call(const Args& args, const Kwargs& kwargs) {
     nb::gil_scoped_release release;  // before taking the mutex: the holder may need the GIL to trace
     std::lock_guard<std::mutex> lock(mu);
-    if (!exporter) throw std::invalid_argument("[export_function] Attempting to write after exporting is closed.");
-    (*exporter)(args, kwargs);
+    if (closed || !exporter) {
+      throw std::runtime_error("[export_function] Attempting to write after exporting is closed.");
+    }
+    try {
+      (*exporter)(args, kwargs);
+    } catch (const std::invalid_argument& e) {
+      static const char kTwice[] = "[export_function] Attempting to export a function twice";
+      if (std::string_view(e.what()).starts_with(kTwice)) throw std::runtime_error(e.what());
+      throw;
+    }
   }
   void close() {
     nb::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mu);
     if (exporter) exporter->close();
+    closed = true;
   }
 };
 

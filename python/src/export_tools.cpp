@@ -41,8 +41,17 @@ namespace {
 bool is_seq(nb::handle h) { return PyList_Check(h.ptr()) || PyTuple_Check(h.ptr()); }
 bool is_dict(nb::handle h) { return PyDict_Check(h.ptr()); }
 
-array input_array(nb::handle h, const char* api) {
+// One input: an array, or a NumPy array or Python scalar converted as kiln.array does. Lists, tuples
+// and dicts are refused as inputs (as MLX refuses them), so that `f([x, y])` can only mean the
+// list-of-inputs form.
+array input_array(nb::handle h, const std::string& prefix, const char* api) {
   if (nb::isinstance<array>(h)) return nb::cast<array>(h);
+  if (is_seq(h) || is_dict(h)) {
+    throw std::invalid_argument(prefix +
+                                " Inputs can either be a variable number of positional and keyword arrays or a "
+                                "single tuple and/or dictionary of arrays; found a " + py_type_name(h) +
+                                " where an input array was expected.");
+  }
   return to_array(h, std::nullopt, api);
 }
 
@@ -52,14 +61,14 @@ Kwargs kwargs_from(nb::handle dict, const std::string& prefix, const char* api) 
     if (!nb::isinstance<nb::str>(k)) {
       throw std::invalid_argument(prefix + " Keyword input names must be strings, found " + py_type_name(k) + ".");
     }
-    out.emplace(nb::cast<std::string>(k), input_array(v, api));
+    out.emplace(nb::cast<std::string>(k), input_array(v, prefix, api));
   }
   return out;
 }
 
-Args args_from(nb::handle seq, const char* api) {
+Args args_from(nb::handle seq, const std::string& prefix, const char* api) {
   Args out;
-  for (nb::handle h : nb::borrow<nb::sequence>(seq)) out.push_back(input_array(h, api));
+  for (nb::handle h : nb::borrow<nb::sequence>(seq)) out.push_back(input_array(h, prefix, api));
   return out;
 }
 
@@ -79,15 +88,15 @@ std::pair<Args, Kwargs> extract_inputs(nb::handle args, nb::handle kwargs, const
   if (n == 0) return {Args{}, kwargs_from(kw, prefix, api.c_str())};
   if (!is_seq(a[0]) && !is_dict(a[0])) {
     // Positional inputs (arrays, NumPy arrays, scalars, nested lists after the first) and keyword ones.
-    return {args_from(a, api.c_str()), kwargs_from(kw, prefix, api.c_str())};
+    return {args_from(a, prefix, api.c_str()), kwargs_from(kw, prefix, api.c_str())};
   }
   if (kw.size() != 0) throw bad();
   if (n == 1) {
-    if (is_seq(a[0])) return {args_from(a[0], api.c_str()), Kwargs{}};
+    if (is_seq(a[0])) return {args_from(a[0], prefix, api.c_str()), Kwargs{}};
     return {Args{}, kwargs_from(a[0], prefix, api.c_str())};
   }
   if (n == 2 && is_seq(a[0]) && is_dict(a[1])) {
-    return {args_from(a[0], api.c_str()), kwargs_from(a[1], prefix, api.c_str())};
+    return {args_from(a[0], prefix, api.c_str()), kwargs_from(a[1], prefix, api.c_str())};
   }
   throw bad();
 }

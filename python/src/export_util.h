@@ -26,7 +26,8 @@ std::optional<std::string> path_arg(nb::handle obj);
 
 // The inputs of an exported or imported function as MLX's Python API takes them: `*args` and
 // `**kwargs`, or a single tuple/list and/or a dict (then nothing else). kiln converts each input as
-// kiln.array does (arrays as they are; NumPy arrays and Python scalars become arrays). Throws
+// kiln.array does (arrays as they are; NumPy arrays and Python scalars become arrays; lists are not
+// inputs, as in MLX). Throws
 // ValueError "<prefix> Inputs can either be ..." (MLX's message) for other forms.
 std::pair<Args, Kwargs> extract_inputs(nb::handle args, nb::handle kwargs, const std::string& prefix);
 

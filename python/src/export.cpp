@@ -30,12 +30,12 @@ namespace {
 // ---- the user's function ----
 
 // `fun` as kiln's exporter calls it: with the GIL, Python arrays in, a flat list of arrays out.
-ArgsKwargsFn wrap_function(nb::handle fun) {
-  auto ref = std::make_shared<PyRef>(fun);
+ArgsKwargsFn wrap_function(std::shared_ptr<PyRef> ref) {
   return [ref](const Args& args, const Kwargs& kwargs) -> std::vector<array> {
     nb::gil_scoped_acquire gil;
     std::vector<array> outs;
     {
+      if (!ref->obj.is_valid()) throw std::runtime_error("[export_function] The exported function was released.");
       nb::list pos;
       for (auto& a : args) pos.append(nb::cast(a));
       nb::dict kw;
@@ -122,10 +122,10 @@ nb::dict event_to_python(const ExportCallbackInput& input) {
   return d;
 }
 
-ExportCallback wrap_callback(nb::handle callback) {
-  auto ref = std::make_shared<PyRef>(callback);
+ExportCallback wrap_callback(std::shared_ptr<PyRef> ref) {
   return [ref](const ExportCallbackInput& input) {
     nb::gil_scoped_acquire gil;
+    if (!ref->obj.is_valid()) throw std::runtime_error("[export_function] The export callback was released.");
     nb::dict d = event_to_python(input);
     ref->obj(d);
   };
@@ -195,6 +195,9 @@ struct PyExporter {
   std::optional<FunctionExporter> exporter;
   std::mutex mu;
   bool closed = false;
+  // The function and callback the exporter calls, visible to Python's cyclic GC (an exporter stored
+  // in a dict that the function's closure holds is a cycle).
+  std::shared_ptr<PyRef> fun, callback;
 
   void call(const Args& args, const Kwargs& kwargs) {
     nb::gil_scoped_release release;  // before taking the mutex: the holder may need the GIL to trace
@@ -217,6 +220,27 @@ struct PyExporter {
     closed = true;
   }
 };
+
+int exporter_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
+  if (!nb::inst_ready(self)) return 0;
+  auto* p = nb::inst_ptr<PyExporter>(self);
+  if (p->fun && p->fun->obj.is_valid()) Py_VISIT(p->fun->obj.ptr());
+  if (p->callback && p->callback->obj.is_valid()) Py_VISIT(p->callback->obj.ptr());
+  return 0;
+}
+
+int exporter_clear(PyObject* self) {
+  if (!nb::inst_ready(self)) return 0;
+  auto* p = nb::inst_ptr<PyExporter>(self);
+  if (p->fun) p->fun->obj.reset();
+  if (p->callback) p->callback->obj.reset();
+  return 0;
+}
+
+PyType_Slot exporter_slots[] = {{Py_tp_traverse, (void*)exporter_traverse},
+                                {Py_tp_clear, (void*)exporter_clear},
+                                {0, nullptr}};
 
 // ---- import_function ----
 
@@ -265,12 +289,12 @@ void init_export(nb::module_& m) {
         check_callable(fun, api);
         ExportOptions opt = export_options(shapeless, version, metadata, t, api);
         auto [a, k] = extract_inputs(args, kwargs, "[export_function]");
-        ArgsKwargsFn f = wrap_function(fun);
+        ArgsKwargsFn f = wrap_function(std::make_shared<PyRef>(fun));
         if (t.path) {
           nb::gil_scoped_release release;
           kiln::export_function(*t.path, f, a, k, opt);
         } else {
-          ExportCallback cb = wrap_callback(t.callback);
+          ExportCallback cb = wrap_callback(std::make_shared<PyRef>(t.callback));
           nb::gil_scoped_release release;
           kiln::export_function(cb, f, a, k, shapeless);
         }
@@ -283,9 +307,8 @@ void init_export(nb::module_& m) {
       R"doc(Export a function to an ``.mlxfn`` file (or send its trace to a callback), as MLX.
 
 ``fun`` takes arrays positionally and/or by keyword and returns an array, or a tuple or list of arrays
-(kiln also takes a dict, or any nesting of lists, tuples and dicts: the outputs are its array leaves in
-order, lists and tuples front to back and dicts in insertion order; importing gives them back as a flat
-tuple in that order). The example inputs are ``*args`` and ``**kwargs`` (arrays, NumPy arrays or Python
+(kiln also takes a dict of arrays: its values are the outputs in insertion order, and importing gives
+them back as a tuple in that order). The example inputs are ``*args`` and ``**kwargs`` (arrays, NumPy arrays or Python
 scalars, converted as :func:`array` does) or, as MLX allows, a single tuple or list of them and/or a dict.
 
 Args:
@@ -300,7 +323,7 @@ Args:
     metadata: kiln (MLX 0.32.1's argument): a string stored in the header (layouts from 0.32.1).
 )doc");
 
-  nb::class_<PyExporter>(m, "FunctionExporter",
+  nb::class_<PyExporter>(m, "FunctionExporter", nb::type_slots(exporter_slots),
                          "Exports several traces of one function to one file: make one with kiln.exporter(file, "
                          "fun), call it with each set of example inputs, then close it (or use it in a with "
                          "statement). The file is complete after every call.")
@@ -322,13 +345,15 @@ Args:
         Target t = target_arg(file, api);
         check_callable(fun, api);
         ExportOptions opt = export_options(shapeless, version, metadata, t, api);
-        ArgsKwargsFn f = wrap_function(fun);
         auto self = std::make_unique<PyExporter>();
+        self->fun = std::make_shared<PyRef>(fun);
+        ArgsKwargsFn f = wrap_function(self->fun);
         if (t.path) {
           nb::gil_scoped_release release;
           self->exporter.emplace(kiln::exporter(*t.path, f, opt));
         } else {
-          ExportCallback cb = wrap_callback(t.callback);
+          self->callback = std::make_shared<PyRef>(t.callback);
+          ExportCallback cb = wrap_callback(self->callback);
           nb::gil_scoped_release release;
           self->exporter.emplace(kiln::exporter(cb, f, shapeless));
         }

@@ -103,19 +103,22 @@ std::pair<Args, Kwargs> extract_inputs(nb::handle args, nb::handle kwargs, const
 
 std::vector<array> flatten_outputs(nb::handle result, const char* api) {
   if (nb::isinstance<array>(result)) return {nb::cast<array>(result)};
-  if (!is_seq(result) && !is_dict(result)) {
-    throw std::invalid_argument(std::string("[") + api +
-                                "] Outputs can be either a single array, a tuple or list of arrays (or, in kiln, a "
-                                "dict of arrays), found " + py_type_name(result) + ".");
-  }
+  std::string msg = std::string("[") + api +
+                    "] Outputs can be either a single array, a tuple or list of arrays (or, in kiln, a dict of "
+                    "arrays), found ";
+  if (!is_seq(result) && !is_dict(result)) throw std::invalid_argument(msg + py_type_name(result) + ".");
   std::vector<array> out;
-  tree_visit(result, [&](nb::handle leaf) {
+  auto take = [&](nb::handle leaf) {
     if (!nb::isinstance<array>(leaf)) {
-      throw std::invalid_argument(std::string("[") + api + "] Outputs must be arrays, found an output of type " +
-                                  py_type_name(leaf) + ".");
+      throw std::invalid_argument(msg + "a " + py_type_name(result) + " holding a " + py_type_name(leaf) + ".");
     }
     out.push_back(nb::cast<array>(leaf));
-  });
+  };
+  if (is_dict(result)) {
+    for (auto [k, v] : nb::borrow<nb::dict>(result)) take(v);  // insertion order
+  } else {
+    for (nb::handle h : nb::borrow<nb::sequence>(result)) take(h);
+  }
   return out;
 }
 

@@ -31,9 +31,9 @@ std::optional<std::string> path_arg(nb::handle obj);
 // ValueError "<prefix> Inputs can either be ..." (MLX's message) for other forms.
 std::pair<Args, Kwargs> extract_inputs(nb::handle args, nb::handle kwargs, const std::string& prefix);
 
-// A traced function's result as a flat list of arrays: an array, or lists, tuples and dicts of arrays
-// nested in any way (leaves in order, dicts in insertion order). Throws ValueError naming `api` for
-// anything else.
+// A traced function's result as a list of arrays: an array, a tuple or list of arrays, or (kiln) a
+// dict of arrays, taken in insertion order. Throws ValueError naming `api` for anything else
+// (nested containers included, as MLX).
 std::vector<array> flatten_outputs(nb::handle result, const char* api);
 
 nb::tuple shape_to_tuple(const Shape& s);

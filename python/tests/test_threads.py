@@ -35,7 +35,7 @@ def test_one_function_many_threads(tmp_path):
     def worker(t):
         try:
             out = []
-            for i in range(40):
+            for i in range(100):
                 x, s = inputs[(t + i) % len(inputs)]
                 out.append(((t + i) % len(inputs), [np.array(o) for o in fn(x, scale=s)]))
             results[t] = out

@@ -24,6 +24,10 @@ PyRef::~PyRef() {
 
 std::optional<std::string> path_arg(nb::handle obj) {
   if (nb::isinstance<nb::str>(obj)) return nb::cast<std::string>(obj);
+  if (nb::isinstance<nb::bytes>(obj)) {
+    auto b = nb::borrow<nb::bytes>(obj);
+    return std::string(b.c_str(), b.size());
+  }
   if (nb::hasattr(obj, "__fspath__")) {
     nb::object p = nb::steal(PyOS_FSPath(obj.ptr()));
     if (!p.is_valid()) throw nb::python_error();

@@ -21,7 +21,7 @@ struct PyRef {
   ~PyRef();
 };
 
-// A file path: a str, or an os.PathLike (bytes paths are taken as they are). nullopt for anything else.
+// A file path: a str, bytes, or an os.PathLike (bytes are taken as they are). nullopt for anything else.
 std::optional<std::string> path_arg(nb::handle obj);
 
 // The inputs of an exported or imported function as MLX's Python API takes them: `*args` and

@@ -145,6 +145,9 @@ def test_pathlike_and_repr(tmp_path):
     fn = kiln.import_function(p)
     assert fn.file == str(p)
     assert "ImportedFunction" in repr(fn) and "1 signature" in repr(fn)
+    b = os.fsencode(str(p) + ".b")
+    kiln.export_function(b, lambda a: a - a, f32(2))
+    assert kiln.import_function(b).file == str(p) + ".b"
 
 
 def test_exporter_several_traces(path):

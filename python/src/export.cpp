@@ -301,8 +301,8 @@ void init_export(nb::module_& m) {
       },
       nb::arg().none(), "fun"_a.none(), "args"_a, nb::kw_only(), "shapeless"_a = false, "version"_a = nb::none(),
       "metadata"_a = nb::none(), "kwargs"_a,
-      nb::sig("def export_function(file: Union[str, os.PathLike, Callable[[dict], None]], fun: Callable, "
-              "*args, shapeless: bool = False, version: Optional[str] = None, metadata: Optional[str] = None, "
+      nb::sig("def export_function(file: str | os.PathLike | collections.abc.Callable[[dict], None], fun: collections.abc.Callable, "
+              "*args, shapeless: bool = False, version: str | None = None, metadata: str | None = None, "
               "**kwargs) -> None"),
       R"doc(Export a function to an ``.mlxfn`` file (or send its trace to a callback), as MLX.
 
@@ -361,8 +361,8 @@ Args:
       },
       "file"_a.none(), "fun"_a.none(), nb::kw_only(), "shapeless"_a = false, "version"_a = nb::none(), "metadata"_a = nb::none(),
       nb::rv_policy::take_ownership,
-      nb::sig("def exporter(file: Union[str, os.PathLike, Callable[[dict], None]], fun: Callable, *, "
-              "shapeless: bool = False, version: Optional[str] = None, metadata: Optional[str] = None) "
+      nb::sig("def exporter(file: str | os.PathLike | collections.abc.Callable[[dict], None], fun: collections.abc.Callable, *, "
+              "shapeless: bool = False, version: str | None = None, metadata: str | None = None) "
               "-> FunctionExporter"),
       R"doc(Make a FunctionExporter writing several traces of ``fun`` to ``file``, as MLX:
 
@@ -415,8 +415,8 @@ Args:
       },
       "file"_a.none(), nb::kw_only(), "max_array_bytes"_a = nb::none(), "max_call_bytes"_a = nb::none(),
       "mlx_cpu_quirks"_a = false, nb::rv_policy::take_ownership,
-      nb::sig("def import_function(file: Union[str, os.PathLike], *, max_array_bytes: Optional[int] = None, "
-              "max_call_bytes: Optional[int] = None, mlx_cpu_quirks: bool = False) -> ImportedFunction"),
+      nb::sig("def import_function(file: str | os.PathLike, *, max_array_bytes: int | None = None, "
+              "max_call_bytes: int | None = None, mlx_cpu_quirks: bool = False) -> ImportedFunction"),
       R"doc(Import a function from an ``.mlxfn`` file written by MLX (0.22 to 0.32) or kiln, as MLX.
 
 The result is called like the exported function, with ``*args`` and ``**kwargs`` or a tuple and/or a dict

@@ -271,7 +271,7 @@ void init_export_tools(nb::module_& m) {
         }
       },
       "file"_a.none(), "args"_a, "kwargs"_a,
-      nb::sig("def export_to_dot(file: Union[str, os.PathLike, IO], *args, **kwargs) -> None"),
+      nb::sig("def export_to_dot(file: str | os.PathLike | typing.IO, *args, **kwargs) -> None"),
       R"doc(Write the graph behind some lazy arrays in Graphviz DOT format, as MLX.
 
 The graph holds every unevaluated array the outputs depend on; evaluated arrays are its inputs.
@@ -302,8 +302,8 @@ Args:
         kiln::convert_file(*src, *dst, opt);
       },
       "in_file"_a.none(), "out_file"_a.none(), "version"_a = "0.30.1", "metadata"_a = nb::none(),
-      nb::sig("def convert(in_file: Union[str, os.PathLike], out_file: Union[str, os.PathLike], "
-              "version: str = '0.30.1', metadata: Optional[str] = None) -> None"),
+      nb::sig("def convert(in_file: str | os.PathLike, out_file: str | os.PathLike, "
+              "version: str = '0.30.1', metadata: str | None = None) -> None"),
       R"doc(Rewrite an ``.mlxfn`` file (from any MLX version kiln reads) in another MLX release's layout.
 
 ``metadata``: None keeps the input's (refused when the target layout has no metadata field and the input's

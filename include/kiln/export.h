@@ -226,3 +226,16 @@ ImportedFunction import_function(const std::string& file);
 ImportedFunction import_function(const std::string& file, const ImportOptions& options);
 
 }  // namespace kiln
+
+// ---- Graphviz export of a lazy graph (MLX's export_to_dot, mlx/graph_utils.h) ----
+#include <iosfwd>
+
+namespace kiln {
+// Writes the graph behind `outputs` (every unevaluated array they depend on, stopping at arrays
+// without a primitive) in Graphviz DOT, in MLX's layout: a `rank=source` node per input, a rectangle
+// labelled with the primitive's name per node, a `rank=sink` node per array no other node uses, and
+// edges input -> primitive -> output. Arrays are named "A", "B", ..., "Z", "AA", ... in order of first
+// use, except those given a name in `names` (an array and its name; MLX's NodeNamer::set_name).
+void export_to_dot(std::ostream& os, const std::vector<array>& outputs,
+                   const std::vector<std::pair<array, std::string>>& names = {});
+}  // namespace kiln

@@ -51,6 +51,11 @@ ELSEWHERE = {
 PARAM_EXCEPTIONS = {
     # MLX's written signature leaves out its `precise` keyword, which it accepts.
     ("", "softmax"): (["a", "axis", "*", "precise", "stream"], ["a", "/", "axis", "*", "stream"]),
+    # kiln's keyword-only additions: the layout version and metadata to write, the import limits.
+    ("", "export_function"): (["file", "fun", "*args", "shapeless", "version", "metadata", "**kwargs"],
+                              ["arg0", "fun", "*args", "shapeless", "**kwargs"]),
+    ("", "exporter"): (["file", "fun", "*", "shapeless", "version", "metadata"], ["file", "fun", "*", "shapeless"]),
+    ("", "import_function"): (["file", "*", "max_array_bytes", "max_call_bytes", "mlx_cpu_quirks"], ["file"]),
 }
 
 

@@ -21,7 +21,11 @@ AXES = [None, 0, -1, 1, [0, 2], (1, 2), [], [0, 1, 2]]
 @pytest.mark.parametrize("axis", AXES, ids=str)
 def test_reduce_float(name, axis):
     if name == "median" and axis == []:
-        pytest.skip("MLX's median of no axes")
+        # MLX 0.30.1 refuses a median over no axes ("[flatten] start_axis must be less than or equal
+        # to end_axis"); kiln's median is the same composition and refuses it the same way.
+        with pytest.raises(ValueError, match="flatten"):
+            kiln.median(kiln.array(F), axis=[])
+        return
     x = B if name in ("all", "any") else F
     both(name, x, axis=axis, rtol=1e-4, atol=1e-5)
     both(name, x, axis, True, rtol=1e-4, atol=1e-5)  # keepdims positionally
@@ -100,9 +104,9 @@ def test_sorting():
 def test_reduce_errors():
     with pytest.raises((ValueError, IndexError)):
         kiln.sum(kiln.array(F), axis=5)
-    with pytest.raises(ValueError, match=r"\[sum\].*axis"):
+    with pytest.raises(TypeError, match=r"\[sum\].*axis"):
         kiln.sum(kiln.array(F), axis="x")
-    with pytest.raises(ValueError, match=r"\[sum\]"):
+    with pytest.raises(TypeError, match=r"\[sum\] Expected axes to be integers"):
         kiln.sum(kiln.array(F), axis=[0, 1.5])
     with pytest.raises(TypeError):
         kiln.sum(kiln.array(F), 0, False, kiln.cpu)  # stream is keyword-only

@@ -374,9 +374,9 @@ Args:
 ``metadata`` as for :func:`export_function`.)doc");
 
   nb::class_<PyImported>(m, "ImportedFunction",
-                         "A function loaded by kiln.import_function: call it with arrays (or NumPy arrays and "
-                         "scalars) positionally and/or by keyword, or with a tuple and/or a dict of them; it "
-                         "returns a tuple of arrays.")
+                         "A function loaded by kiln.import_function: call it with arrays (kiln or NumPy; not "
+                         "Python scalars, as in MLX) positionally and/or by keyword, or with a tuple and/or a "
+                         "dict of them; it returns a tuple of arrays.")
       .def("__call__", &PyImported::call, "args"_a, "kwargs"_a,
            nb::sig("def __call__(self, *args, **kwargs) -> tuple[array, ...]"))
       .def_prop_ro(

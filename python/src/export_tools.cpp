@@ -48,8 +48,13 @@ bool is_dict(nb::handle h) { return PyDict_Check(h.ptr()); }
 // One input: an array, or a NumPy array or Python scalar converted as kiln.array does. Lists, tuples
 // and dicts are refused as inputs (as MLX refuses them), so that `f([x, y])` can only mean the
 // list-of-inputs form.
-array input_array(nb::handle h, const std::string& prefix, const char* api) {
+array input_array(nb::handle h, const std::string& prefix, const char* api, bool scalars) {
   if (nb::isinstance<array>(h)) return nb::cast<array>(h);
+  if (!scalars && is_python_scalar(h)) {
+    // As MLX: an imported function is called with arrays (a scalar has no shape to match a trace by).
+    throw std::invalid_argument(prefix + " Expected arrays (kiln or NumPy) as inputs, found a Python " +
+                                py_type_name(h) + "; wrap it with kiln.array(...).");
+  }
   if (is_seq(h) || is_dict(h)) {
     throw std::invalid_argument(prefix +
                                 " Inputs can either be a variable number of positional and keyword arrays or a "
@@ -59,20 +64,20 @@ array input_array(nb::handle h, const std::string& prefix, const char* api) {
   return to_array(h, std::nullopt, api);
 }
 
-Kwargs kwargs_from(nb::handle dict, const std::string& prefix, const char* api) {
+Kwargs kwargs_from(nb::handle dict, const std::string& prefix, const char* api, bool scalars) {
   Kwargs out;
   for (auto [k, v] : nb::borrow<nb::dict>(dict)) {
     if (!nb::isinstance<nb::str>(k)) {
       throw std::invalid_argument(prefix + " Keyword input names must be strings, found " + py_type_name(k) + ".");
     }
-    out.emplace(nb::cast<std::string>(k), input_array(v, prefix, api));
+    out.emplace(nb::cast<std::string>(k), input_array(v, prefix, api, scalars));
   }
   return out;
 }
 
-Args args_from(nb::handle seq, const std::string& prefix, const char* api) {
+Args args_from(nb::handle seq, const std::string& prefix, const char* api, bool scalars) {
   Args out;
-  for (nb::handle h : nb::borrow<nb::sequence>(seq)) out.push_back(input_array(h, prefix, api));
+  for (nb::handle h : nb::borrow<nb::sequence>(seq)) out.push_back(input_array(h, prefix, api, scalars));
   return out;
 }
 
@@ -88,19 +93,22 @@ std::pair<Args, Kwargs> extract_inputs(nb::handle args, nb::handle kwargs, const
   };
   auto a = nb::borrow<nb::tuple>(args);
   auto kw = nb::borrow<nb::dict>(kwargs);
+  // Example inputs of an export may be Python scalars (converted as kiln.array does); calls of an
+  // imported function take arrays only, as in MLX.
+  const bool scalars = prefix != "[import_function::call]";
   size_t n = a.size();
-  if (n == 0) return {Args{}, kwargs_from(kw, prefix, api.c_str())};
+  if (n == 0) return {Args{}, kwargs_from(kw, prefix, api.c_str(), scalars)};
   if (!is_seq(a[0]) && !is_dict(a[0])) {
     // Positional inputs (arrays, NumPy arrays, scalars, nested lists after the first) and keyword ones.
-    return {args_from(a, prefix, api.c_str()), kwargs_from(kw, prefix, api.c_str())};
+    return {args_from(a, prefix, api.c_str(), scalars), kwargs_from(kw, prefix, api.c_str(), scalars)};
   }
   if (kw.size() != 0) throw bad();
   if (n == 1) {
-    if (is_seq(a[0])) return {args_from(a[0], prefix, api.c_str()), Kwargs{}};
-    return {Args{}, kwargs_from(a[0], prefix, api.c_str())};
+    if (is_seq(a[0])) return {args_from(a[0], prefix, api.c_str(), scalars), Kwargs{}};
+    return {Args{}, kwargs_from(a[0], prefix, api.c_str(), scalars)};
   }
   if (n == 2 && is_seq(a[0]) && is_dict(a[1])) {
-    return {args_from(a[0], prefix, api.c_str()), kwargs_from(a[1], prefix, api.c_str())};
+    return {args_from(a[0], prefix, api.c_str(), scalars), kwargs_from(a[1], prefix, api.c_str(), scalars)};
   }
   throw bad();
 }

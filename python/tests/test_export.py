@@ -53,7 +53,11 @@ def test_numpy_and_scalar_example_inputs(path):
         {"shape": [], "dtype": "float32"},
     ]
     x = f32(3, seed=3)
-    np.testing.assert_allclose(np_of(fn(x, 3.0)[0]), x * 3.0, rtol=1e-6)
+    np.testing.assert_allclose(np_of(fn(x, np.float32(3.0))[0]), x * 3.0, rtol=1e-6)
+    np.testing.assert_allclose(np_of(fn(x, kiln.array(3.0))[0]), x * 3.0, rtol=1e-6)
+    # Calls take arrays, as in MLX: a bare Python scalar is refused with a hint.
+    with pytest.raises(ValueError, match=r"\[import_function::call\] Expected arrays .* found a Python float"):
+        fn(x, 3.0)
 
 
 def test_keyword_inputs_and_call_forms(path):

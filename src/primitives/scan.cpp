@@ -62,11 +62,15 @@ inline A logaddexp(A y, A x) {
   } else if constexpr (std::is_same_v<A, bool>) {
     return y || x;  // what MLX 0.30.1 computes for bool
   } else {
-    // Integers go through the same formula in the integer type, as MLX does: the difference wraps,
-    // exp (in float) and log1p truncate to the type.
+    // Integers go through the same formula in the integer type, as MLX does: the difference is taken
+    // as C++ takes it (8- and 16-bit types promote to int, so uint8 3 - 250 is -247; wider ones
+    // wrap), exp (in float) and log1p truncate to the type.
     A mx = y > x ? y : x;
     A mn = y < x ? y : x;
-    A diff = static_cast<A>(std::make_unsigned_t<A>(mn) - std::make_unsigned_t<A>(mx));
+    using D = decltype(mn - mx);
+    D diff;
+    if constexpr (sizeof(A) < sizeof(int)) diff = D(mn) - D(mx);
+    else diff = static_cast<D>(std::make_unsigned_t<A>(mn) - std::make_unsigned_t<A>(mx));
     A e = cpu::cast_to<A>(std::exp(static_cast<float>(diff)));
     A l = cpu::cast_to<A>(std::log1p(static_cast<double>(e)));
     return wrap_add<A>(mx, l);

@@ -25,5 +25,42 @@ echo "[python] building the wheel (pip wheel .)"
 ls "$BUILD_DIR"/wheel/
 # Run from outside the source tree so that `import kiln` is the installed wheel.
 VENV_ABS="$(cd "$VENV" && pwd)"
-cd python/tests
-exec "$VENV_ABS/bin/python" -m pytest -q -p no:cacheprovider ${KILN_PYTEST_ARGS:-} .
+(cd python/tests && "$VENV_ABS/bin/python" -m pytest -q -p no:cacheprovider ${KILN_PYTEST_ARGS:-} .)
+
+# The stable ABI: on Python 3.12 the wheel is abi3 (cp312-abi3); it must install and pass on a newer
+# Python (3.13) too. Runs where both interpreters exist (pyenv's, on this project's machines).
+find_python() {  # an interpreter of version $1 that runs (a pyenv shim may exist without its version active)
+  local c
+  for c in "$(command -v "python$1" || true)" "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$1".*/bin/"python$1" \
+           "/usr/bin/python$1"; do
+    if [ -n "$c" ] && [ -x "$c" ] && "$c" -c "import venv" >/dev/null 2>&1; then
+      echo "$c"
+      return
+    fi
+  done
+}
+PY312="$(find_python 3.12)"
+PY313="$(find_python 3.13)"
+if [ -n "$PY312" ] && [ -n "$PY313" ] && [ "${KILN_SKIP_ABI3:-0}" != 1 ]; then
+  echo "[python] stable-ABI wheel: built with $("$PY312" --version), tested with $("$PY313" --version)"
+  rm -rf "$BUILD_DIR/pyvenv312" "$BUILD_DIR/pyvenv313" "$BUILD_DIR/wheel-abi3"
+  "$PY312" -m venv "$BUILD_DIR/pyvenv312"
+  "$BUILD_DIR/pyvenv312/bin/python" -m pip install -q --upgrade pip
+  "$BUILD_DIR/pyvenv312/bin/python" -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.4"
+  "$BUILD_DIR/pyvenv312/bin/python" -m pip wheel -q . --no-build-isolation --no-deps -Cbuild-dir=build-py312 \
+    -w "$BUILD_DIR/wheel-abi3"
+  ls "$BUILD_DIR"/wheel-abi3/
+  case "$(ls "$BUILD_DIR"/wheel-abi3/)" in
+    *-abi3-*) ;;
+    *) echo "[python] expected an abi3 wheel from Python 3.12"; exit 1 ;;
+  esac
+  "$PY313" -m venv "$BUILD_DIR/pyvenv313"
+  "$BUILD_DIR/pyvenv313/bin/python" -m pip install -q --upgrade pip
+  "$BUILD_DIR/pyvenv313/bin/python" -m pip install -q pytest numpy "$BUILD_DIR"/wheel-abi3/kiln-*.whl
+  "$BUILD_DIR/pyvenv313/bin/python" -m pip install -q "mlx[cpu]==0.30.1" ||
+    echo "[python] mlx[cpu]==0.30.1 could not be installed for 3.13: the MLX comparison tests will be skipped"
+  V313="$(cd "$BUILD_DIR/pyvenv313" && pwd)"
+  (cd python/tests && "$V313/bin/python" -m pytest -q -p no:cacheprovider ${KILN_PYTEST_ARGS:-} .)
+else
+  echo "[python] stable-ABI check skipped: needs python3.12 and python3.13 on PATH"
+fi

@@ -6,7 +6,6 @@ files (``save``, ``load``, ``savez``, ``save_safetensors``) mirror ``mlx.core``.
 """
 
 from ._core import *  # noqa: F401,F403
-from ._core import __doc__ as _core_doc  # noqa: F401
 from . import _core
 from ._core import random, linalg, fft, fast  # noqa: F401
 
@@ -17,7 +16,8 @@ for _name in ("random", "linalg", "fft", "fast"):
     _sys.modules[__name__ + "." + _name] = getattr(_core, _name)
 del _name
 
-from ._python import *  # noqa: F401,F403,E402
+# The parts written in Python over kiln._core: convolve, segmented_mm and constants (_ops), the array
+# files (_io), and the export API's Python side (_export).
 from ._ops import *  # noqa: F401,F403,E402
 from ._io import *  # noqa: F401,F403,E402
 from ._export import *  # noqa: F401,F403,E402

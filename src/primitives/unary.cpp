@@ -45,15 +45,19 @@ std::vector<ArraySpec> astype_infer(const State& st, const std::vector<ArraySpec
   return {{in[0].shape, st.get<Dtype>(0)}};
 }
 
+// Shared rules take the op's name as a template argument, so that each reports its own "[name]".
+template <const char* Api>
 std::vector<ArraySpec> real_imag_infer(const State&, const std::vector<ArraySpec>& in) {
-  check_dtype(in[0].dtype == complex64, "real", "Expected a complex64 input", in[0].dtype);
+  check_dtype(in[0].dtype == complex64, Api, "Expected a complex64 input", in[0].dtype);
   return {{in[0].shape, float32}};
 }
 
+template <const char* Api>
 std::vector<ArraySpec> no_complex_infer(const State&, const std::vector<ArraySpec>& in) {
-  if (in[0].dtype == complex64) throw std::invalid_argument("[floor] Not supported for complex64.");
+  if (in[0].dtype == complex64) throw std::invalid_argument(std::string("[") + Api + "] Not supported for complex64.");
   return {in[0]};
 }
+constexpr char kReal[] = "real", kImag[] = "imag", kFloor[] = "floor";
 
 std::vector<ArraySpec> invert_infer(const State&, const std::vector<ArraySpec>& in) {
   check_dtype(is_integral(in[0].dtype), "bitwise_invert", "Bitwise inverse only allowed on integer types",
@@ -304,15 +308,15 @@ void register_unary() {
   simple("Negative", same_infer, negative_cpu);
   simple("Sign", same_infer, sign_cpu);
   simple("Square", same_infer, square_cpu);
-  simple("Floor", no_complex_infer, rounding_cpu<0>);
-  simple("Ceil", no_complex_infer, rounding_cpu<1>);
+  simple("Floor", no_complex_infer<kFloor>, rounding_cpu<0>);
+  simple("Ceil", no_complex_infer<kFloor>, rounding_cpu<1>);  // MLX's message for ceil says [floor] too
   simple("Round", same_infer, rounding_cpu<2>);
   simple("LogicalNot", bool_unary_infer, logical_not_cpu);
   // MLX 0.30.1 has no serializer entry for BitwiseInvert (spec 3.6).
   simple("BitwiseInvert", invert_infer, bitwise_invert_cpu, kNotSerializable);
   simple("Conjugate", same_infer, conjugate_cpu);
-  simple("Real", real_imag_infer, real_cpu);
-  simple("Imag", real_imag_infer, imag_cpu);
+  simple("Real", real_imag_infer<kReal>, real_cpu);
+  simple("Imag", real_imag_infer<kImag>, imag_cpu);
   ew::register_unary_math();
 }
 }  // namespace primitives

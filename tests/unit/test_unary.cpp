@@ -1032,6 +1032,12 @@ TEST(Unary, MustFailCasesNameTheOp) {
   fails([] { mx::bitwise_invert(make_c({{1, 2}})); }, "[bitwise_invert]");
   fails([] { mx::erf(make_c({{1, 2}})); }, "[erf] Does not support complex64.");
   fails([] { mx::erfinv(make_c({{1, 2}})); }, "[erfinv] Does not support complex64.");
+  // A recorded Real or Imag node of a real input (as a file may hold) names its own op.
+  for (const char* name : {"Real", "Imag"}) {
+    const auto& def = mx::registry::get(name);
+    const std::string want = std::string("[") + (name[0] == 'R' ? "real" : "imag") + "]";
+    fails([&] { def.infer(mx::State{}, {mx::ArraySpec{{2}, mx::float32}}); }, want);
+  }
 }
 
 // ---- registry rows ----

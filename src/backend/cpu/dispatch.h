@@ -99,7 +99,7 @@ decltype(auto) dispatch_all(Dtype t, F&& f) {
     case Dtype::Val::bfloat16: return f(bfloat16_t{});
     case Dtype::Val::complex64: return f(complex64_t{});
   }
-  throw std::logic_error("bad dtype");
+  throw std::logic_error("[dispatch] Unknown dtype code " + std::to_string(t.code()) + " (expected 0..13).");
 }
 
 // Real (non-complex) types only; complex throws with `api` in the message.

@@ -1,24 +1,11 @@
 // kiln ops, with MLX's names and signatures. One header per family.
 #pragma once
 
-#include "kiln/ops/elementwise.h"
-#include "kiln/ops/shape.h"
-// Family headers, present as their families land.
-#if __has_include("kiln/ops/reduce.h")
-#include "kiln/ops/reduce.h"
-#endif
-#if __has_include("kiln/ops/linalg.h")
-#include "kiln/ops/linalg.h"
-#endif
-#if __has_include("kiln/ops/index.h")
-#include "kiln/ops/index.h"
-#endif
-#if __has_include("kiln/ops/conv.h")
 #include "kiln/ops/conv.h"
-#endif
-#if __has_include("kiln/ops/quantized.h")
-#include "kiln/ops/quantized.h"
-#endif
-#if __has_include("kiln/ops/misc.h")
+#include "kiln/ops/elementwise.h"
+#include "kiln/ops/index.h"
+#include "kiln/ops/linalg.h"
 #include "kiln/ops/misc.h"
-#endif
+#include "kiln/ops/quantized.h"
+#include "kiln/ops/reduce.h"
+#include "kiln/ops/shape.h"

@@ -1,6 +1,5 @@
-// The primitive families. Each family file defines register_<family>(), which adds its rows to the
-// registry. Families that are not built yet are weak symbols and simply absent: their primitives are
-// then unknown, and a file using them gets "[import_function] Unable to deserialize primitive <name>".
+// The primitive families: one explicit list. Each family file defines register_<family>(), which adds its
+// rows to the registry; a family named here and not built fails to link (not to load).
 #pragma once
 
 namespace kiln::primitives {
@@ -24,13 +23,12 @@ namespace kiln::primitives {
   X(misc)                \
   X(load)
 
-#define KILN_DECLARE_FAMILY(f) __attribute__((weak)) void register_##f();
+#define KILN_DECLARE_FAMILY(f) void register_##f();
 KILN_FAMILIES(KILN_DECLARE_FAMILY)
 #undef KILN_DECLARE_FAMILY
 
 inline void register_all_families() {
-#define KILN_CALL_FAMILY(f) \
-  if (register_##f) register_##f();
+#define KILN_CALL_FAMILY(f) register_##f();
   KILN_FAMILIES(KILN_CALL_FAMILY)
 #undef KILN_CALL_FAMILY
 }

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "format/version.h"
+#include "format/compat/version.h"
 
 namespace kiln::format {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "format/bytes.h"
-#include "format/version.h"
+#include "format/compat/version.h"
 #include "kiln/export.h"
 #include "kiln/primitive.h"
 

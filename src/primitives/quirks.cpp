@@ -1,5 +1,6 @@
 #include "primitives/quirks.h"
 
+#include "format/compat/fields.h"
 #include "kiln/ops/quantized.h"
 
 namespace kiln::quirks {
@@ -7,6 +8,10 @@ namespace kiln::quirks {
 namespace {
 // The address identifies the quirk; the value is never read.
 const char kFpAsMxfp4 = 0;
+
+// The quantization mode of the two rows, by name (resolved on first use, format/compat/fields.h).
+const format::compat::FieldRef kQmmMode{"QuantizedMatmul", "mode", "the CPU quirk of MLX before 0.31.0"};
+const format::compat::FieldRef kGatherQmmMode{"GatherQMM", "mode", "the CPU quirk of MLX before 0.31.0"};
 }  // namespace
 
 bool fp_qmm_read_as_mxfp4(const Node& node) { return node.extra.get() == &kFpAsMxfp4; }
@@ -17,7 +22,7 @@ bool mark(const std::vector<array>& outputs, int major, int minor, int patch, in
   Node& node = *outputs[0].node();
   const std::string& name = node.def->name;
   if (name != "QuantizedMatmul" && name != "GatherQMM") return false;
-  const int mode = node.state.i(2);
+  const int mode = node.state.i(name == "QuantizedMatmul" ? kQmmMode() : kGatherQmmMode());
   const bool fp_not_mxfp4 =
       mode == static_cast<int>(QuantizationMode::Mxfp8) || mode == static_cast<int>(QuantizationMode::Nvfp4);
   const bool before_0_31 = major == 0 && minor < 31;

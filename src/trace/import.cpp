@@ -5,7 +5,7 @@
 
 #include "format/codec.h"
 #include "format/validate.h"
-#include "format/version.h"
+#include "format/compat/version.h"
 #include "primitives/load.h"
 #include "trace/match.h"
 #include "trace/tape.h"

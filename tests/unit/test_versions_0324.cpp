@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-#include "format/version.h"
+#include "format/compat/version.h"
 #include "kiln/fft.h"
 #include "kiln/kiln.h"
 #include "test_export_util.h"

@@ -1,7 +1,11 @@
-// Format versions: every layout decision that depends on the MLX version lives here (spec section 5),
-// so that the codec, reader and writer only ask. A layout is named by the MLX release that writes it;
-// its features follow from comparisons with the releases that introduced each change, so versions
-// between two known releases with the same layout need no entry of their own.
+// src/format/compat/: what each MLX release (0.22.0 - 0.32.4) does differently with the file and with
+// a primitive's state; the facts name state fields by name, resolved against the registry on first use
+// (fields.h).
+//
+// This file: format versions. Every layout decision that depends on the MLX version lives here (spec
+// section 5), so that the codec, reader and writer only ask. A layout is named by the MLX release that
+// writes it; its features follow from comparisons with the releases that introduced each change, so
+// versions between two known releases with the same layout need no entry of their own.
 #pragma once
 
 #include <compare>

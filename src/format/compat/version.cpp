@@ -1,8 +1,12 @@
-// The per-version layout table (spec 5.0 and 5.1). Each versioned primitive lists its on-disk layouts,
+// src/format/compat/: what each MLX release does differently with the file and with a primitive's
+// state (fields.h says more). This file: the release list and the per-version layout table (spec 5.0
+// and 5.1), whose facts name registry fields by name (resolved by fields.h on first use).
+//
+// The per-version layout table. Each versioned primitive lists its on-disk layouts,
 // each valid from one release on, as a permutation of its registry fields plus disk-only fields;
 // registry fields a layout lacks get a default on read, and writing refuses a state whose value there
 // differs from that default (unless the field is only a performance hint).
-#include "format/version.h"
+#include "format/compat/version.h"
 
 #include <algorithm>
 #include <cctype>
@@ -11,6 +15,7 @@
 #include <stdexcept>
 
 #include "format/codec.h"
+#include "format/compat/fields.h"
 
 namespace kiln::format {
 
@@ -38,9 +43,14 @@ constexpr FormatVersion kConvHighPadding = V(0, 25, 2);      // padding_lo and p
 constexpr FormatVersion kConvConstructorOrder = V(0, 26, 2);  // stored in the constructor's order
 constexpr FormatVersion kOptionalBug = V(0, 30, 0);         // optional<float> misread, until 0.31.1
 constexpr FormatVersion kOptionalFix = V(0, 31, 1);
+constexpr FormatVersion kReduceType = V(0, 31, 2);          // SliceUpdate gains a leading reduce_type
 constexpr FormatVersion kFloorDivMod = V(0, 32, 2);         // DivMod floors the quotient (Python's divmod)
 
 // ---- versioned primitives ----
+//
+// Every fact below names registry fields (PrimitiveDef::fields) by name; table() resolves the names
+// against the registry rows on first use and throws std::logic_error naming the primitive, the field
+// and the release when a row has no such field (fields.h).
 
 enum class Policy {
   Require,  // the value must equal the default to be written where the field is missing
@@ -49,9 +59,10 @@ enum class Policy {
 };
 
 struct Default {
-  int field;
+  const char* field;  // registry field name
   Value value;
   Policy policy;
+  int index = -1;     // resolved position in the registry schema
 };
 
 // A field that exists only on disk (not in the registry schema).
@@ -67,18 +78,21 @@ struct Extra {
 // which MLX changed in 0.32.2 without a state field). Read as the value of the file's release;
 // writing refuses a node whose value differs from the target release's.
 struct Implied {
-  int field;
+  const char* field;  // registry field name
   FormatVersion since;
   Value before, after;
   const char* why;  // what the target release would compute instead, for the error text
+  int index = -1;   // resolved position in the registry schema
 };
 
 struct Layout {
   FormatVersion since;
-  std::vector<int> order;  // disk field i is registry field order[i], or extras[-order[i] - 1]
+  std::vector<std::string> names;  // the on-disk fields in order: registry field names or names of `extras`
   std::vector<Extra> extras = {};
   const char* name = nullptr;  // on-disk name when it differs from the registry's
-  std::vector<Field> fields = {};  // filled from the registry row
+  // Resolved from the registry row (table()):
+  std::vector<int> order = {};     // disk field i is registry field order[i], or extras[-order[i] - 1]
+  std::vector<Field> fields = {};  // the on-disk fields' types
 };
 
 struct Versioned {
@@ -91,20 +105,20 @@ struct Versioned {
 // An enum value that a release range cannot encode.
 struct ValueLimit {
   const char* prim;
-  int field;
+  const char* field;  // registry field name
   int32_t value;
   FormatVersion since;
   const char* meaning;
 };
 
 const std::vector<ValueLimit> kValueLimits = {
-    {"Scan", 0, 4, V(0, 25, 0), "LogAddExp"},
-    {"Quantize", 3, 2, V(0, 29, 4), "mxfp8"},
-    {"Quantize", 3, 3, V(0, 29, 4), "nvfp4"},
-    {"QuantizedMatmul", 2, 2, V(0, 29, 4), "mxfp8"},
-    {"QuantizedMatmul", 2, 3, V(0, 29, 4), "nvfp4"},
-    {"GatherQMM", 2, 2, V(0, 29, 4), "mxfp8"},
-    {"GatherQMM", 2, 3, V(0, 29, 4), "nvfp4"},
+    {"Scan", "type", 4, V(0, 25, 0), "LogAddExp"},
+    {"Quantize", "mode", 2, V(0, 29, 4), "mxfp8"},
+    {"Quantize", "mode", 3, V(0, 29, 4), "nvfp4"},
+    {"QuantizedMatmul", "mode", 2, V(0, 29, 4), "mxfp8"},
+    {"QuantizedMatmul", "mode", 3, V(0, 29, 4), "nvfp4"},
+    {"GatherQMM", "mode", 2, V(0, 29, 4), "mxfp8"},
+    {"GatherQMM", "mode", 3, V(0, 29, 4), "nvfp4"},
 };
 
 // Table entries added after 0.22.0 (spec 5.0.4, 5.1 A5).
@@ -116,58 +130,139 @@ const std::map<std::string, FormatVersion> kAddedNames = {
 
 const char* const kSliceUpdateTypes[] = {"Max", "Min", "Sum", "Prod", "None"};
 
+// Registry fields that the code below reads outside the tables, resolved on first use.
+const compat::FieldRef kConvStrides{"Convolution", "kernel_strides", "the Convolution layouts before MLX 0.26.2"};
+const compat::FieldRef kConvPaddingLo{"Convolution", "padding_lo", "the Convolution layouts before MLX 0.26.2"};
+const compat::FieldRef kConvPaddingHi{"Convolution", "padding_hi", "the Convolution layouts before MLX 0.26.2"};
+const compat::FieldRef kConvKernelDilation{"Convolution", "kernel_dilation",
+                                           "the high padding of the Convolution layouts before MLX 0.25.2"};
+const compat::FieldRef kConvInputDilation{"Convolution", "input_dilation",
+                                          "the high padding of the Convolution layouts before MLX 0.25.2"};
+const compat::FieldRef kKernelInitValue{"CustomKernel", "init_value", "the optional<float> bug of MLX 0.30.0 - 0.31.0"};
+const compat::FieldRef kFftAxes{"FFT", "axes", "the odd_out field of the MLX 0.32.4 FFT layout"};
+const compat::FieldRef kFftInverse{"FFT", "inverse", "the odd_out field of the MLX 0.32.4 FFT layout"};
+const compat::FieldRef kFftReal{"FFT", "real", "the odd_out field of the MLX 0.32.4 FFT layout"};
+
 std::vector<Versioned> make_table() {
   std::vector<Versioned> t;
   t.push_back({"ScaledDotProductAttention",
-               {{V(0, 22, 0), {0, 1}},
-                {V(0, 24, 0), {0, 1, 2}},
-                {V(0, 29, 1), {0, 1, 2, 3}},
-                {V(0, 30, 0), {0, 1, 2, 3, 4}},
-                {V(0, 32, 2), {0, 1, 2, 3, 4, -1}, {{{"force_fused", FieldType::Bool}, false, false, "GPU kernel choice"}}}},
-               {{2, false, Policy::Require}, {3, false, Policy::Require}, {4, false, Policy::Require}}});
+               {{V(0, 22, 0), {"fallback", "scale"}},
+                {V(0, 24, 0), {"fallback", "scale", "do_causal"}},
+                {V(0, 29, 1), {"fallback", "scale", "do_causal", "has_sinks"}},
+                {V(0, 30, 0), {"fallback", "scale", "do_causal", "has_sinks", "output_logsumexp"}},
+                {V(0, 32, 2),
+                 {"fallback", "scale", "do_causal", "has_sinks", "output_logsumexp", "force_fused"},
+                 {{{"force_fused", FieldType::Bool}, false, false, "GPU kernel choice"}}}},
+               {{"do_causal", false, Policy::Require},
+                {"has_sinks", false, Policy::Require},
+                {"output_logsumexp", false, Policy::Require}}});
   t.push_back({"Convolution",
-               {{V(0, 22, 0), {1, 0, 3, 4, 5, 6}},
-                {V(0, 25, 2), {1, 2, 0, 3, 4, 5, 6}},
-                {V(0, 26, 2), {0, 1, 2, 3, 4, 5, 6}}},
-               {{2, std::vector<int32_t>{}, Policy::Derived}}});
+               {{V(0, 22, 0), {"padding_lo", "kernel_strides", "kernel_dilation", "input_dilation", "groups", "flip"}},
+                {V(0, 25, 2),
+                 {"padding_lo", "padding_hi", "kernel_strides", "kernel_dilation", "input_dilation", "groups", "flip"}},
+                {V(0, 26, 2),
+                 {"kernel_strides", "padding_lo", "padding_hi", "kernel_dilation", "input_dilation", "groups", "flip"}}},
+               {{"padding_hi", std::vector<int32_t>{}, Policy::Derived}}});
   t.push_back({"GatherMM",
-               {{V(0, 22, 0), {}}, {V(0, 25, 0), {0, 1}}},
-               {{0, false, Policy::Hint}, {1, false, Policy::Hint}}});
+               {{V(0, 22, 0), {}}, {V(0, 25, 0), {"left_sorted", "right_sorted"}}},
+               {{"left_sorted", false, Policy::Hint}, {"right_sorted", false, Policy::Hint}}});
   t.push_back({"GatherQMM",
-               {{V(0, 22, 0), {0, 1, 3}}, {V(0, 25, 0), {0, 1, 3, 4, 5}}, {V(0, 29, 0), {0, 1, 2, 3, 4, 5}}},
-               {{2, int32_t(0), Policy::Require}, {4, false, Policy::Hint}, {5, false, Policy::Hint}}});
-  t.push_back({"QuantizedMatmul", {{V(0, 22, 0), {0, 1, 3}}, {V(0, 29, 0), {0, 1, 2, 3}}},
-               {{2, int32_t(0), Policy::Require}}});
+               {{V(0, 22, 0), {"group_size", "bits", "transpose"}},
+                {V(0, 25, 0), {"group_size", "bits", "transpose", "left_sorted", "right_sorted"}},
+                {V(0, 29, 0), {"group_size", "bits", "mode", "transpose", "left_sorted", "right_sorted"}}},
+               {{"mode", int32_t(0), Policy::Require},
+                {"left_sorted", false, Policy::Hint},
+                {"right_sorted", false, Policy::Hint}}});
+  t.push_back({"QuantizedMatmul",
+               {{V(0, 22, 0), {"group_size", "bits", "transpose"}},
+                {V(0, 29, 0), {"group_size", "bits", "mode", "transpose"}}},
+               {{"mode", int32_t(0), Policy::Require}}});
   t.push_back({"Quantize",
-               {{V(0, 22, 0), {0, 1, 2, 4}, {}, "AffineQuantize"}, {V(0, 29, 0), {0, 1, 2, 3, 4}}},
-               {{3, int32_t(0), Policy::Require}}});
-  t.push_back({"SVD", {{V(0, 22, 0), {}}, {V(0, 23, 2), {0}}}, {{0, true, Policy::Require}}});
+               {{V(0, 22, 0), {"fallback", "group_size", "bits", "dequantize"}, {}, "AffineQuantize"},
+                {V(0, 29, 0), {"fallback", "group_size", "bits", "mode", "dequantize"}}},
+               {{"mode", int32_t(0), Policy::Require}}});
+  t.push_back({"SVD", {{V(0, 22, 0), {}}, {V(0, 23, 2), {"compute_uv"}}}, {{"compute_uv", true, Policy::Require}}});
   t.push_back({"SliceUpdate",
-               {{V(0, 22, 0), {0, 1, 2}},
+               {{V(0, 22, 0), {"start", "stop", "strides"}},
                 {V(0, 31, 2),
-                 {-1, 0, 1, 2},
+                 {"reduce_type", "start", "stop", "strides"},
                  {{{"reduce_type", FieldType::Int}, int32_t(4), true, "reduce type (Max 0, Min 1, Sum 2, Prod 3, None 4)"}}}},
                {}});
-  std::vector<int> ck(14);  // name, source, grid x3, threadgroup x3, shape_infos, ..., shared_memory
-  for (int i = 0; i < 14; ++i) ck[i] = i;
-  std::vector<int> ck32 = ck;
-  ck32.push_back(-1);
   // odd_out (0.32.4): whether an inverse real transform's last axis is odd. The recorded output shape
   // already says so, and older releases take that shape from the file: dropped on read, recomputed
   // when writing, and nothing is lost writing for older releases.
   t.push_back({"FFT",
-               {{V(0, 22, 0), {0, 1, 2}},
-                {V(0, 32, 4), {0, 1, 2, -1}, {{{"odd_out", FieldType::Bool}, false, false, "odd inverse real length", true}}}},
+               {{V(0, 22, 0), {"axes", "inverse", "real"}},
+                {V(0, 32, 4),
+                 {"axes", "inverse", "real", "odd_out"},
+                 {{{"odd_out", FieldType::Bool}, false, false, "odd inverse real length", true}}}},
                {}});
   t.push_back({"DivMod", {{V(0, 22, 0), {}}}, {},
-               {{0, kFloorDivMod, false, true,
+               {{"floor", kFloorDivMod, false, true,
                  "before 0.32.2 MLX's DivMod truncates the quotient (C-style), from 0.32.2 it floors it (Python's "
                  "divmod), so that release would compute other values"}}});
+  // CustomKernel (in the table from 0.30.0): 0.32.0 appends compile_options.
+  const std::vector<std::string> ck = {"name",          "source",        "grid_x",
+                                       "grid_y",        "grid_z",        "threadgroup_x",
+                                       "threadgroup_y", "threadgroup_z", "shape_infos",
+                                       "ensure_row_contiguous",          "init_value",
+                                       "scalar_arguments",               "is_precompiled",
+                                       "shared_memory"};
+  std::vector<std::string> ck32 = ck;
+  ck32.push_back("compile_options");
   t.push_back({"CustomKernel",
                {{V(0, 30, 0), ck},
                 {V(0, 32, 0), ck32, {{{"compile_options", FieldType::Int}, int32_t(0), false, "Metal math mode"}}}},
                {}});
   return t;
+}
+
+// Where a name is used, for the error texts.
+std::string layout_where(const Layout& l) { return "the MLX " + l.since.str() + " layout"; }
+std::string defaults_where(const Versioned& row) {
+  return "the defaults of the MLX " + row.layouts.front().since.str() + " - " + releases().back().str() + " layouts";
+}
+std::string implied_where(const Implied& d) { return "the implied value (changed in MLX " + d.since.str() + ")"; }
+std::string limit_where(const ValueLimit& lim) {
+  return "the value limit " + std::to_string(lim.value) + " (" + lim.meaning + ", added in MLX " + lim.since.str() + ")";
+}
+
+int extra_of(const Layout& l, const std::string& name) {
+  for (size_t x = 0; x < l.extras.size(); ++x) {
+    if (name == l.extras[x].field.name) return static_cast<int>(x);
+  }
+  return -1;
+}
+
+// Resolves a row's names against its registry row (in place), checking that each layout uses every
+// registry field and disk-only field at most once, and every disk-only field it defines.
+void resolve(Versioned& row, const PrimitiveDef& def) {
+  for (auto& l : row.layouts) {
+    const std::string where = layout_where(l);
+    std::vector<bool> extra_used(l.extras.size(), false);
+    for (auto& n : l.names) {
+      int k = compat::find_field(def, n);
+      int x = extra_of(l, n);
+      if (k >= 0 && x >= 0) {
+        throw std::logic_error("[format] Disk-only field '" + n + "' of " + row.name + " in " + where +
+                               " is also a field of the registry row.");
+      }
+      if (x < 0) k = compat::resolve_field(def, n, where);  // throws when the row has no such field
+      bool twice = x >= 0 ? extra_used[x] : std::find(l.order.begin(), l.order.end(), k) != l.order.end();
+      if (twice) throw std::logic_error("[format] " + where + " of " + row.name + " lists field '" + n + "' twice.");
+      if (x >= 0) extra_used[x] = true;
+      l.order.push_back(x >= 0 ? -x - 1 : k);
+      l.fields.push_back(x >= 0 ? l.extras[x].field : def.fields[k]);
+    }
+    for (size_t x = 0; x < l.extras.size(); ++x) {
+      if (!extra_used[x]) {
+        throw std::logic_error("[format] " + where + " of " + row.name + " defines disk-only field '" +
+                               l.extras[x].field.name + "' but does not list it.");
+      }
+    }
+  }
+  for (auto& d : row.defaults) d.index = compat::resolve_field(def, d.field, defaults_where(row));
+  for (auto& d : row.implied) d.index = compat::resolve_field(def, d.field, implied_where(d));
 }
 
 struct Table {
@@ -180,14 +275,14 @@ const Table& table() {
     for (auto& row : make_table()) {
       const PrimitiveDef* def = registry::find(row.name);
       if (!def) continue;  // a family that is not linked in
+      resolve(row, *def);
       for (auto& l : row.layouts) {
-        for (int k : l.order) l.fields.push_back(k >= 0 ? def->fields.at(k) : l.extras.at(-k - 1).field);
         // Every registry field is either on disk or has a default (a table that drifted from its
         // registry row would otherwise drop a field silently).
         for (int k = 0; k < static_cast<int>(def->fields.size()); ++k) {
           bool on_disk = std::find(l.order.begin(), l.order.end(), k) != l.order.end();
-          bool has_default = std::any_of(row.defaults.begin(), row.defaults.end(), [&](auto& d) { return d.field == k; }) ||
-                             std::any_of(row.implied.begin(), row.implied.end(), [&](auto& d) { return d.field == k; });
+          bool has_default = std::any_of(row.defaults.begin(), row.defaults.end(), [&](auto& d) { return d.index == k; }) ||
+                             std::any_of(row.implied.begin(), row.implied.end(), [&](auto& d) { return d.index == k; });
           if (!on_disk && !has_default) {
             throw std::logic_error("[format] The " + l.since.str() + " layout of " + row.name + " misses field " +
                                    def->fields[k].name + ".");
@@ -196,9 +291,31 @@ const Table& table() {
       }
       out.rows.emplace(row.name, std::move(row));
     }
+    // The names used outside the tables too, so that a stale one fails here, on first use.
+    for (const compat::FieldRef* ref : compat::detail::field_refs()) {
+      if (registry::find(ref->prim)) ref->index();
+    }
     return out;
   }();
   return t;
+}
+
+struct ResolvedLimit {
+  const ValueLimit* limit;
+  int index;  // the limited field's position in the registry schema
+};
+
+// kValueLimits with their fields resolved (rows that are not linked in are left out).
+const std::vector<ResolvedLimit>& value_limits() {
+  static const std::vector<ResolvedLimit> r = [] {
+    std::vector<ResolvedLimit> out;
+    for (auto& lim : kValueLimits) {
+      const PrimitiveDef* def = registry::find(lim.prim);
+      if (def) out.push_back({&lim, compat::resolve_field(*def, lim.field, limit_where(lim))});
+    }
+    return out;
+  }();
+  return r;
 }
 
 const Versioned* versioned(const PrimitiveDef& def) {
@@ -233,10 +350,10 @@ std::optional<FormatVersion> field_added(const Versioned& row, int k) {
 // (symmetric padding is the common case), else the window end nearest to it.
 std::vector<int32_t> derive_padding_hi(const State& s, const std::vector<ArraySpec>& in,
                                        const std::vector<ArraySpec>& out) {
-  auto& strides = s.ints(0);
-  auto& lo = s.ints(1);
-  auto& kdil = s.ints(3);
-  auto& idil = s.ints(4);
+  auto& strides = s.ints(kConvStrides());
+  auto& lo = s.ints(kConvPaddingLo());
+  auto& kdil = s.ints(kConvKernelDilation());
+  auto& idil = s.ints(kConvInputDilation());
   size_t nd = lo.size();
   if (in.size() != 2 || out.size() != 1 || in[0].shape.size() != nd + 2 || in[1].shape.size() != nd + 2 ||
       out[0].shape.size() != nd + 2 || strides.size() != nd || kdil.size() != nd || idil.size() != nd) {
@@ -262,8 +379,8 @@ std::vector<int32_t> derive_padding_hi(const State& s, const std::vector<ArraySp
 // transformed axis has an odd recorded length). Without output specs it is false.
 Value derive_extra(const PrimitiveDef& def, const State& s, const std::vector<ArraySpec>& outputs) {
   if (def.name == "FFT") {
-    auto& axes = std::get<std::vector<uint64_t>>(s.values.at(0));
-    bool inverse = std::get<bool>(s.values.at(1)), real = std::get<bool>(s.values.at(2));
+    auto& axes = std::get<std::vector<uint64_t>>(s.values.at(kFftAxes()));
+    bool inverse = std::get<bool>(s.values.at(kFftInverse())), real = std::get<bool>(s.values.at(kFftReal()));
     if (!inverse || !real || axes.empty() || outputs.size() != 1) return false;
     auto& shape = outputs[0].shape;
     return axes.back() < shape.size() && shape[axes.back()] % 2 == 1;
@@ -400,7 +517,7 @@ State to_schema(const PrimitiveDef& def, const FormatVersion& v, std::vector<Val
   State s;
   s.values.resize(def.fields.size());
   std::vector<bool> set(def.fields.size(), false);
-  bool derive = false;
+  int derive = -1;  // the registry field recomputed from the shapes (Convolution's padding_hi)
   for (size_t i = 0; i < l.order.size(); ++i) {
     int k = l.order[i];
     if (k >= 0) {
@@ -419,39 +536,50 @@ State to_schema(const PrimitiveDef& def, const FormatVersion& v, std::vector<Val
                                   " (MLX " + v.str() + " layout, " + x.note + ") has no kiln equivalent.");
     }
   }
-  for (auto& d : row->implied) s.values[d.field] = v >= d.since ? d.after : d.before;
+  for (auto& d : row->implied) s.values[d.index] = v >= d.since ? d.after : d.before;
   for (auto& d : row->defaults) {
-    if (set[d.field]) continue;
+    if (set[d.index]) continue;
     if (d.policy == Policy::Derived) {
-      derive = true;
+      derive = d.index;
     } else {
-      s.values[d.field] = d.value;
+      s.values[d.index] = d.value;
     }
   }
   if (mlx_rules && def.name == "Convolution" && v < kConvConstructorOrder) {
     // MLX's reader hands the fields, in the order it wrote them, to a constructor that takes the
     // strides first: before 0.25.2 strides and padding swap, then strides <- lo <- hi <- strides.
-    auto strides = s.values[0], lo = s.values[1], hi = s.values[2];
+    const size_t ks = kConvStrides(), klo = kConvPaddingLo(), khi = kConvPaddingHi();
+    auto strides = s.values[ks], lo = s.values[klo], hi = s.values[khi];
     if (v < kConvHighPadding) {
-      s.values[0] = lo;
-      s.values[1] = strides;
+      s.values[ks] = lo;
+      s.values[klo] = strides;
     } else {
-      s.values[0] = lo;
-      s.values[1] = hi;
-      s.values[2] = strides;
+      s.values[ks] = lo;
+      s.values[klo] = hi;
+      s.values[khi] = strides;
     }
   }
-  if (derive) s.values[2] = derive_padding_hi(s, inputs, outputs);  // Convolution's padding_hi
+  if (derive >= 0) s.values[derive] = derive_padding_hi(s, inputs, outputs);  // Convolution's padding_hi
   return s;
 }
 
 std::string reduce_expansion(const PrimitiveDef& def, const FormatVersion& v, std::vector<Value>& disk) {
-  if (def.name != "SliceUpdate" || v < V(0, 31, 2) || disk.empty()) return "";
-  auto* t = std::get_if<int32_t>(&disk[0]);
+  if (def.name != "SliceUpdate" || v < kReduceType) return "";
+  // The position of the disk-only reduce_type in the layout that added it, resolved once.
+  static const size_t at = [&] {
+    const Layout& l = layout_at(*versioned(def), kReduceType);
+    auto it = std::find(l.names.begin(), l.names.end(), "reduce_type");
+    if (it == l.names.end()) {
+      throw std::logic_error("[format] The MLX " + kReduceType.str() + " layout of SliceUpdate has no field reduce_type.");
+    }
+    return static_cast<size_t>(it - l.names.begin());
+  }();
+  if (disk.size() <= at) return "";
+  auto* t = std::get_if<int32_t>(&disk[at]);
   if (!t || *t < 0 || *t > 3) return "";  // None (4) or an unknown code (to_schema reports it)
   static const char* const ops[] = {"Maximum", "Minimum", "Add", "Multiply"};
   std::string op = ops[*t];
-  disk[0] = int32_t(4);
+  disk[at] = int32_t(4);
   return op;
 }
 
@@ -460,12 +588,12 @@ void check_expressible(const PrimitiveDef& def, const State& state, const Format
   if (since > v) {
     refuse(api, def.name, v, "MLX can serialize it only from " + since.str());
   }
-  for (auto& lim : kValueLimits) {
-    if (def.name != lim.prim || v >= lim.since) continue;
-    if (auto* x = std::get_if<int32_t>(&state.values.at(lim.field)); x && *x == lim.value) {
-      refuse(api, def.name + " with " + def.fields[lim.field].name + "=" + std::to_string(lim.value) + " (" +
-                      lim.meaning + ")",
-             v, "that value was added in " + lim.since.str());
+  for (auto& [lim, k] : value_limits()) {
+    if (def.name != lim->prim || v >= lim->since) continue;
+    if (auto* x = std::get_if<int32_t>(&state.values.at(k)); x && *x == lim->value) {
+      refuse(api, def.name + " with " + def.fields[k].name + "=" + std::to_string(lim->value) + " (" +
+                      lim->meaning + ")",
+             v, "that value was added in " + lim->since.str());
     }
   }
   const Versioned* row = versioned(def);
@@ -473,17 +601,17 @@ void check_expressible(const PrimitiveDef& def, const State& state, const Format
   const Layout& l = layout_at(*row, v);
   for (auto& d : row->implied) {
     const Value& want = v >= d.since ? d.after : d.before;
-    if (state.values.at(d.field) != want) {
-      refuse(api, def.name + " with " + def.fields[d.field].name + "=" + value_text(state.values[d.field]), v, d.why);
+    if (state.values.at(d.index) != want) {
+      refuse(api, def.name + " with " + def.fields[d.index].name + "=" + value_text(state.values[d.index]), v, d.why);
     }
   }
   for (auto& d : row->defaults) {
     if (d.policy != Policy::Require) continue;
-    if (std::find(l.order.begin(), l.order.end(), d.field) != l.order.end()) continue;
-    if (state.values.at(d.field) != d.value) {
-      auto added = field_added(*row, d.field);
-      refuse(api, def.name + " with " + def.fields[d.field].name + "=" + value_text(state.values[d.field]), v,
-             std::string("its layout has no ") + def.fields[d.field].name + " field" +
+    if (std::find(l.order.begin(), l.order.end(), d.index) != l.order.end()) continue;
+    if (state.values.at(d.index) != d.value) {
+      auto added = field_added(*row, d.index);
+      refuse(api, def.name + " with " + def.fields[d.index].name + "=" + value_text(state.values[d.index]), v,
+             std::string("its layout has no ") + def.fields[d.index].name + " field" +
                  (added ? " (added in " + added->str() + ")" : ""));
     }
   }
@@ -498,14 +626,16 @@ void check_dtype_expressible(Dtype t, const FormatVersion& v, const std::string&
 
 void check_target_reads(const PrimitiveDef& def, const State& state, const FormatVersion& v, const std::string& api) {
   if (def.name == "Convolution" && v < kConvConstructorOrder) {
-    auto& strides = state.ints(0);
-    auto& lo = state.ints(1);
-    auto& hi = state.ints(2);
+    const size_t ks = kConvStrides(), klo = kConvPaddingLo(), khi = kConvPaddingHi();
+    auto& strides = state.ints(ks);
+    auto& lo = state.ints(klo);
+    auto& hi = state.ints(khi);
     bool same = v < kConvHighPadding ? strides == lo : (strides == lo && lo == hi);
     if (!same) {
       refuse(api,
-             "Convolution with kernel_strides=" + value_text(state.values[0]) + ", padding_lo=" +
-                 value_text(state.values[1]) + ", padding_hi=" + value_text(state.values[2]),
+             std::string("Convolution with ") + kConvStrides.field + "=" + value_text(state.values[ks]) + ", " +
+                 kConvPaddingLo.field + "=" + value_text(state.values[klo]) + ", " + kConvPaddingHi.field + "=" +
+                 value_text(state.values[khi]),
              v,
              "that release's reader passes the strides and paddings to Convolution in another order than it "
              "writes them (fixed in 0.26.2), so it would run other values; only equal strides and paddings "
@@ -513,9 +643,10 @@ void check_target_reads(const PrimitiveDef& def, const State& state, const Forma
     }
   }
   if (def.name == "CustomKernel" && v >= kOptionalBug && v < kOptionalFix) {
-    auto* init = std::get_if<std::optional<float>>(&state.values.at(10));
+    const size_t ki = kKernelInitValue();
+    auto* init = std::get_if<std::optional<float>>(&state.values.at(ki));
     if (init && init->has_value()) {
-      refuse(api, "CustomKernel with init_value=" + value_text(state.values[10]), v,
+      refuse(api, std::string("CustomKernel with ") + kKernelInitValue.field + "=" + value_text(state.values[ki]), v,
              "that release's reader misreads a present init_value (fixed in 0.31.1)");
     }
   }
@@ -541,7 +672,30 @@ std::vector<Value> from_schema(const PrimitiveDef& def, const FormatVersion& v, 
 
 bool implied_field(const PrimitiveDef& def, int k) {
   const Versioned* row = versioned(def);
-  return row && std::any_of(row->implied.begin(), row->implied.end(), [&](auto& d) { return d.field == k; });
+  return row && std::any_of(row->implied.begin(), row->implied.end(), [&](auto& d) { return d.index == k; });
 }
+
+namespace compat {
+
+std::vector<FieldUse> field_uses() {
+  std::vector<FieldUse> out;
+  for (auto& row : make_table()) {
+    for (auto& l : row.layouts) {
+      for (auto& n : l.names) out.push_back({row.name, n, layout_where(l), extra_of(l, n) >= 0});
+    }
+    for (auto& d : row.defaults) out.push_back({row.name, d.field, defaults_where(row)});
+    for (auto& d : row.implied) out.push_back({row.name, d.field, implied_where(d)});
+  }
+  for (auto& lim : kValueLimits) out.push_back({lim.prim, lim.field, limit_where(lim)});
+  for (const FieldRef* ref : detail::field_refs()) out.push_back({ref->prim, ref->field, ref->release});
+  return out;
+}
+
+void check_names() {
+  table();  // the layouts, defaults, implied values and every FieldRef
+  value_limits();
+}
+
+}  // namespace compat
 
 }  // namespace kiln::format

@@ -28,6 +28,7 @@ ArraySpec binary_spec(const char* name, const std::vector<ArraySpec>& in) {
 namespace {
 
 using namespace ew;
+using detail::at_least_float;
 
 template <typename T>
 inline constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;

@@ -4,13 +4,17 @@
 
 namespace kiln::detail {
 
-int normalize_axis(int axis, int ndim, const char* api) {
+int check_axis(int axis, int ndim, const char* api, const char* noun, const char* verb) {
   if (axis < -ndim || axis >= ndim) {
     std::ostringstream os;
-    os << "[" << api << "] Axis " << axis << " is out of bounds for array with " << ndim << " dimensions.";
+    os << "[" << api << "] " << noun << " " << axis << " " << verb << " " << ndim << " dimensions.";
     throw std::invalid_argument(os.str());
   }
   return axis < 0 ? axis + ndim : axis;
+}
+
+int normalize_axis(int axis, int ndim, const char* api) {
+  return check_axis(axis, ndim, api, "Axis", "is out of bounds for array with");
 }
 
 std::vector<int> normalize_axes(const std::vector<int>& axes, int ndim, const char* api) {

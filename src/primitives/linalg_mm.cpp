@@ -130,21 +130,8 @@ void hadamard_cpu(const Node& node, const std::vector<array>& in, std::vector<ar
 
 // ---- shared checks of the product variants ----
 
-std::string dims_message(const char* api, const Shape& a, const Shape& b) {
-  std::ostringstream os;
-  os << "[" << api << "] Last dimension of first input with shape " << a
-     << " must match second to last dimension of second input with shape " << b << ".";
-  return os.str();
-}
-
 void check_operands(const char* api, const ArraySpec& a, const ArraySpec& b) {
-  if (a.shape.size() < 2 || b.shape.size() < 2) {
-    std::ostringstream os;
-    os << "[" << api << "] Expected inputs with at least 2 dimensions but found shapes " << a.shape << " and "
-       << b.shape << ".";
-    throw std::invalid_argument(os.str());
-  }
-  if (a.shape.back() != b.shape[b.shape.size() - 2]) throw std::invalid_argument(dims_message(api, a.shape, b.shape));
+  check_product_dims(api, a, b);
   if (a.dtype != b.dtype || !is_floating_point(a.dtype)) {
     std::ostringstream os;
     os << "[" << api << "] Expected real floating point inputs of one dtype but found " << a.dtype << " and "
@@ -399,13 +386,7 @@ array hadamard_transform(const array& a, std::optional<float> scale_opt, StreamO
 namespace {
 // Expand 1-D operands to matrices, check the inner dims and promote to a real floating dtype.
 Dtype prepare_product(const char* api, array& a, array& b, StreamOrDevice s) {
-  if (a.ndim() == 0 || b.ndim() == 0) {
-    throw std::invalid_argument(std::string("[") + api +
-                                "] Got 0 dimension input. Inputs must have at least one dimension.");
-  }
-  if (a.ndim() == 1) a = expand_dims(a, 0, s);
-  if (b.ndim() == 1) b = expand_dims(b, 1, s);
-  if (a.shape(-1) != b.shape(-2)) throw std::invalid_argument(dims_message(api, a.shape(), b.shape()));
+  expand_product_operands(api, a, b, s);
   Dtype t = promote_types(a.dtype(), b.dtype());
   if (!is_floating_point(t)) {
     std::ostringstream os;
@@ -416,13 +397,6 @@ Dtype prepare_product(const char* api, array& a, array& b, StreamOrDevice s) {
   a = astype(a, t, s);
   b = astype(b, t, s);
   return t;
-}
-
-array squeeze_inserted(array out, int a_nd, int b_nd, StreamOrDevice s) {
-  std::vector<int> axes;
-  if (a_nd == 1) axes.push_back(static_cast<int>(out.ndim()) - 2);
-  if (b_nd == 1) axes.push_back(static_cast<int>(out.ndim()) - 1);
-  return axes.empty() ? out : squeeze(out, axes, s);
 }
 }  // namespace
 

@@ -15,12 +15,7 @@ namespace kiln {
 namespace reduce {
 
 Dtype sum_dtype(Dtype t) {
-  if (t == bool_) return int32;
-  if (is_integral(t)) {
-    if (is_unsigned(t)) return t.size <= 4 ? uint32 : uint64;
-    return t.size <= 4 ? int32 : int64;
-  }
-  return t;
+  return cpu::dispatch_all(t, [](auto tag) { return storage_dtype_of<SumOut<decltype(tag)>>; });
 }
 
 ReducePlan make_plan(const Shape& shape, const Strides& strides, const std::vector<int>& axes) {

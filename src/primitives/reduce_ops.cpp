@@ -17,6 +17,7 @@ namespace kiln {
 namespace {
 
 using namespace reduce;
+using detail::at_least_float;
 
 struct ReduceShape {
   Shape out_shape;
@@ -55,8 +56,6 @@ std::vector<int> all_axes(const array& a) {
   std::iota(axes.begin(), axes.end(), 0);
   return axes;
 }
-
-Dtype at_least_float(Dtype t) { return is_inexact(t) ? t : promote_types(t, float32); }
 
 array reduce_node(const array& a, ReduceType type, const ReduceShape& r, Dtype t, StreamOrDevice s) {
   static const PrimitiveDef& d = detail::def("Reduce");
@@ -217,13 +216,7 @@ array number_of_elements(const array& a, std::vector<int> axes, bool inverted, D
 namespace {
 void check_axes_in_range(const array& a, const std::vector<int>& axes, const char* api) {
   const int nd = static_cast<int>(a.ndim());
-  for (int ax : axes) {
-    if (ax < -nd || ax >= nd) {
-      std::ostringstream os;
-      os << "[" << api << "] axis " << ax << " is out of bounds for array with " << nd << " dimensions.";
-      throw std::invalid_argument(os.str());
-    }
-  }
+  for (int ax : axes) detail::check_axis(ax, nd, api, "axis", "is out of bounds for array with");
   reduce_shape(axes, a.shape(), api);  // duplicates
 }
 }  // namespace

@@ -19,7 +19,6 @@ using detail::shape_str;
 
 [[noreturn]] void fail(const std::string& msg) { throw std::invalid_argument(msg); }
 
-std::string join(const std::vector<int>& v) { return shape_str(Shape(v.begin(), v.end())); }
 
 // ---- Reshape (also serves Flatten and Unflatten, whose outputs are reshapes) ----
 
@@ -181,7 +180,7 @@ std::vector<ArraySpec> squeeze_infer(const State& st, const std::vector<ArraySpe
     }
   }
   if (j != axes.size()) {
-    fail("[squeeze] Invalid axes " + join(axes) + " for array with " + std::to_string(s.size()) + " dimensions.");
+    fail("[squeeze] Invalid axes " + shape_str(axes) + " for array with " + std::to_string(s.size()) + " dimensions.");
   }
   return {{out, in[0].dtype}};
 }
@@ -401,12 +400,7 @@ array transpose(const array& a, StreamOrDevice s) {
 
 namespace {
 int check_axis(const array& a, int ax, const char* api) {
-  const int nd = static_cast<int>(a.ndim());
-  if (ax < -nd || ax >= nd) {
-    fail(std::string("[") + api + "] Invalid axis " + std::to_string(ax) + " for array with " + std::to_string(nd) +
-         " dimensions.");
-  }
-  return ax < 0 ? ax + nd : ax;
+  return detail::check_axis(ax, static_cast<int>(a.ndim()), api, "Invalid axis", "for array with");
 }
 }  // namespace
 

@@ -52,6 +52,21 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
   return out;
 }
 
+PrimitiveDef row(std::string name, Arity inputs, std::vector<Field> fields, InferFn infer, CpuFn cpu,
+                 RowOptions opt) {
+  return {.name = std::move(name),
+          .fields = std::move(fields),
+          .min_inputs = inputs.min,
+          .max_inputs = inputs.max,
+          .num_outputs = opt.num_outputs,
+          .flags = opt.flags,
+          .infer = infer,
+          .cpu = cpu,
+          .display = opt.display,
+          .shapeless = opt.shapeless,
+          .check = opt.check};
+}
+
 const PrimitiveDef& def(const char* name) { return registry::get(name); }
 
 }  // namespace kiln::detail

@@ -155,18 +155,15 @@ array conv_transpose_general(const array& input, const array& weight, std::vecto
 
 namespace primitives {
 void register_conv() {
-  registry::define({.name = "Convolution",
-                    .fields = {{"kernel_strides", FieldType::IntVec},
-                               {"padding_lo", FieldType::IntVec},
-                               {"padding_hi", FieldType::IntVec},
-                               {"kernel_dilation", FieldType::IntVec},
-                               {"input_dilation", FieldType::IntVec},
-                               {"groups", FieldType::Int},
-                               {"flip", FieldType::Bool}},
-                    .min_inputs = 2,
-                    .max_inputs = 2,
-                    .infer = conv_infer,
-                    .cpu = detail::convolution_cpu});
+  registry::define(detail::row("Convolution", 2,
+                               {{"kernel_strides", FieldType::IntVec},
+                                {"padding_lo", FieldType::IntVec},
+                                {"padding_hi", FieldType::IntVec},
+                                {"kernel_dilation", FieldType::IntVec},
+                                {"input_dilation", FieldType::IntVec},
+                                {"groups", FieldType::Int},
+                                {"flip", FieldType::Bool}},
+                               conv_infer, detail::convolution_cpu));
 }
 }  // namespace primitives
 

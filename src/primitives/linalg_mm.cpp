@@ -347,26 +347,11 @@ void gather_mm_cpu(const Node&, const std::vector<array>& in, std::vector<array>
 
 namespace linalg_detail {
 void register_linalg_mm() {
-  registry::define({.name = "Hadamard",
-                    .fields = {{"scale", FieldType::Float}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .infer = hadamard_infer,
-                    .cpu = hadamard_cpu});
-  registry::define({.name = "BlockMaskedMM",
-                    .fields = {{"block_size", FieldType::Int}},
-                    .min_inputs = 2,
-                    .max_inputs = 5,
-                    .infer = block_masked_infer,
-                    .cpu = block_masked_cpu,
-                    .shapeless = false});
-  registry::define({.name = "GatherMM",
-                    .fields = {{"left_sorted", FieldType::Bool}, {"right_sorted", FieldType::Bool}},
-                    .min_inputs = 4,
-                    .max_inputs = 4,
-                    .infer = gather_mm_infer,
-                    .cpu = gather_mm_cpu,
-                    .shapeless = false});
+  registry::define(detail::row("Hadamard", 1, {{"scale", FieldType::Float}}, hadamard_infer, hadamard_cpu));
+  registry::define(detail::row("BlockMaskedMM", {2, 5}, {{"block_size", FieldType::Int}},
+                               block_masked_infer, block_masked_cpu, {.shapeless = false}));
+  registry::define(detail::row("GatherMM", 4, {{"left_sorted", FieldType::Bool}, {"right_sorted", FieldType::Bool}},
+                               gather_mm_infer, gather_mm_cpu, {.shapeless = false}));
 }
 }  // namespace linalg_detail
 

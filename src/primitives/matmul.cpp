@@ -208,19 +208,9 @@ void addmm_cpu(const Node& node, const std::vector<array>& in, std::vector<array
 
 namespace primitives {
 void register_matmul() {
-  registry::define({.name = "Matmul",
-                    .fields = {},
-                    .min_inputs = 2,
-                    .max_inputs = 2,
-                    .infer = matmul_infer,
-                    .cpu = matmul_cpu});
-  registry::define({.name = "AddMM",
-                    .fields = {{"alpha", FieldType::Float}, {"beta", FieldType::Float}},
-                    .min_inputs = 3,
-                    .max_inputs = 3,
-                    .infer = addmm_infer,
-                    .cpu = addmm_cpu,
-                    .shapeless = false});
+  registry::define(detail::row("Matmul", 2, {}, matmul_infer, matmul_cpu));
+  registry::define(detail::row("AddMM", 3, {{"alpha", FieldType::Float}, {"beta", FieldType::Float}},
+                               addmm_infer, addmm_cpu, {.shapeless = false}));
 }
 }  // namespace primitives
 

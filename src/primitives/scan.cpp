@@ -246,17 +246,12 @@ array scan_op(const array& a, int axis, bool reverse, bool inclusive, ScanType t
 
 namespace primitives {
 void register_scan() {
-  registry::define({.name = "Scan",
-                    .fields = {{"type", FieldType::Int},
-                               {"axis", FieldType::Int},
-                               {"reverse", FieldType::Bool},
-                               {"inclusive", FieldType::Bool}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .infer = scan_infer,
-                    .cpu = scan_cpu,
-                    .display = scan_name,
-                    .shapeless = false});
+  registry::define(detail::row("Scan", 1,
+                               {{"type", FieldType::Int},
+                                {"axis", FieldType::Int},
+                                {"reverse", FieldType::Bool},
+                                {"inclusive", FieldType::Bool}},
+                               scan_infer, scan_cpu, {.display = scan_name, .shapeless = false}));
 }
 }  // namespace primitives
 

@@ -65,12 +65,8 @@ std::vector<ArraySpec> search_sorted_infer(const State&, const std::vector<Array
 namespace primitives {
 // Called from register_sort (the registered families are a fixed list).
 void register_search_sorted() {
-  registry::define({.name = "SearchSorted",
-                    .fields = {{"right", FieldType::Bool}},
-                    .min_inputs = 2,
-                    .max_inputs = 2,
-                    .infer = search_sorted_infer,
-                    .cpu = search_sorted_cpu});
+  registry::define(detail::row("SearchSorted", 2, {{"right", FieldType::Bool}},
+                               search_sorted_infer, search_sorted_cpu));
 }
 }  // namespace primitives
 

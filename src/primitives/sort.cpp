@@ -176,30 +176,12 @@ void register_search_sorted();  // search_sorted.cpp
 
 void register_sort() {
   register_search_sorted();
-  registry::define({.name = "Sort",
-                    .fields = {{"axis", FieldType::Int}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .infer = sort_infer,
-                    .cpu = sort_cpu});
-  registry::define({.name = "ArgSort",
-                    .fields = {{"axis", FieldType::Int}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .infer = argsort_infer,
-                    .cpu = argsort_cpu});
-  registry::define({.name = "Partition",
-                    .fields = {{"kth", FieldType::Int}, {"axis", FieldType::Int}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .infer = partition_infer,
-                    .cpu = partition_cpu});
-  registry::define({.name = "ArgPartition",
-                    .fields = {{"kth", FieldType::Int}, {"axis", FieldType::Int}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .infer = argpartition_infer,
-                    .cpu = argpartition_cpu});
+  registry::define(detail::row("Sort", 1, {{"axis", FieldType::Int}}, sort_infer, sort_cpu));
+  registry::define(detail::row("ArgSort", 1, {{"axis", FieldType::Int}}, argsort_infer, argsort_cpu));
+  registry::define(detail::row("Partition", 1, {{"kth", FieldType::Int}, {"axis", FieldType::Int}},
+                               partition_infer, partition_cpu));
+  registry::define(detail::row("ArgPartition", 1, {{"kth", FieldType::Int}, {"axis", FieldType::Int}},
+                               argpartition_infer, argpartition_cpu));
 }
 }  // namespace primitives
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cpu/blas.h"
@@ -45,6 +46,18 @@ void strided_cast_copy(const S* src, const Shape& shape, const Strides& src_stri
                            for (int64_t i = 0; i < n; ++i) d[i * st[0]] = cpu::cast_to<D>(s[i * st[1]]);
                          }
                        });
+}
+
+// Where a kernel computing in C writes an output stored as T: the output's own memory when C is T,
+// else a scratch block (held by `scratch`) that the kernel rounds into the output at the end.
+template <typename C, typename T>
+C* compute_dst(array& out, std::shared_ptr<detail::Data>& scratch) {
+  if constexpr (std::is_same_v<C, T>) {
+    return out.data<T>();
+  } else {
+    scratch = detail::allocate(out.size() * sizeof(C));
+    return static_cast<C*>(scratch->ptr);
+  }
 }
 
 // The element pointer of an evaluated array of storage type S (its offset applied).

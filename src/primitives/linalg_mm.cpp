@@ -102,13 +102,7 @@ void hadamard_impl(const array& in, array& out, float scale) {
   const int len = out.ndim() ? out.shape().back() : 1;
   auto [n, m] = split_hadamard_size(len);
   std::shared_ptr<detail::Data> tmp;
-  C* buf;
-  if constexpr (std::is_same_v<C, T>) {
-    buf = out.data<T>();
-  } else {
-    tmp = detail::allocate(out.size() * sizeof(C));
-    buf = static_cast<C*>(tmp->ptr);
-  }
+  C* buf = compute_dst<C, T>(out, tmp);
   strided_cast_copy<T, C>(base_ptr<T>(in), in.shape(), in.strides(), buf, row_major_strides(in.shape()));
   const size_t rows = out.size() / len;
   const size_t grain = std::max<size_t>(1, cpu::kGrainMedium / len);
@@ -224,13 +218,7 @@ void block_masked_impl(const std::vector<array>& in, array& out, int bs) {
   const auto om_st = mask_strides(out_mask), lm_st = mask_strides(lhs_mask), rm_st = mask_strides(rhs_mask);
 
   std::shared_ptr<detail::Data> tmp;
-  C* dst;
-  if constexpr (std::is_same_v<C, T>) {
-    dst = out.data<T>();
-  } else {
-    tmp = detail::allocate(out.size() * sizeof(C));
-    dst = static_cast<C*>(tmp->ptr);
-  }
+  C* dst = compute_dst<C, T>(out, tmp);
   // Operand masks change the operands, so each batch entry works on private copies.
   std::vector<C> a_buf, b_buf;
   MatOperand<C> a, b;
@@ -316,13 +304,7 @@ void gather_mm_impl(const std::vector<array>& in, array& out) {
   const int64_t na = static_cast<int64_t>(shape_size(a_batch)), nb = static_cast<int64_t>(shape_size(b_batch));
   const int64_t nbatch = static_cast<int64_t>(in[2].size());
   std::shared_ptr<detail::Data> tmp;
-  C* dst;
-  if constexpr (std::is_same_v<C, T>) {
-    dst = out.data<T>();
-  } else {
-    tmp = detail::allocate(out.size() * sizeof(C));
-    dst = static_cast<C*>(tmp->ptr);
-  }
+  C* dst = compute_dst<C, T>(out, tmp);
   if (K == 0 || na == 0 || nb == 0) {
     std::fill(dst, dst + out.size(), C(0));
   } else {

@@ -136,13 +136,7 @@ void product(const array& A, const array& B, const array* Cin, array& out, float
   const int64_t nbatch = static_cast<int64_t>(out.size() / (static_cast<size_t>(M) * N));
 
   std::shared_ptr<detail::Data> tmp;
-  C* dst;
-  if constexpr (std::is_same_v<C, T>) {
-    dst = out.data<T>();
-  } else {
-    tmp = detail::allocate(out.size() * sizeof(C));
-    dst = static_cast<C*>(tmp->ptr);
-  }
+  C* dst = compute_dst<C, T>(out, tmp);
   C cbeta(0);
   if (Cin) {
     strided_cast_copy<T, C>(base_ptr<T>(*Cin), out.shape(), broadcast_strides(*Cin, out.shape()), dst,

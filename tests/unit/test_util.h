@@ -50,6 +50,7 @@ inline std::string message_of(const std::function<void()>& f, const char* none =
 
 // Why `got` differs from `want` in shape or dtype ("shape (2,3) != expected (3,2)"); empty when both agree.
 inline std::string shape_dtype_mismatch(const mx::array& got, const mx::array& want) {
+  using kiln::operator<<;  // Shape is a std::vector: its printer is not found by argument-dependent lookup
   std::ostringstream why;
   if (got.shape() != want.shape()) {
     why << "shape " << got.shape() << " != expected " << want.shape();

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "backend/cpu/dispatch.h"
+#include "backend/cpu/ordering.h"
 #include "backend/cpu/threading.h"
 #include "primitives/reduce.h"
 
@@ -14,25 +15,11 @@ namespace kiln {
 namespace {
 
 using reduce::Dim;
+using reduce::kept_offset;
 
 template <typename A, bool IsMax>
 inline bool better(const A& x, const A& best) {
-  if constexpr (cpu::is_complex_v<A>) {
-    const A& a = IsMax ? x : best;
-    const A& b = IsMax ? best : x;
-    return a.real() > b.real() || (a.real() == b.real() && a.imag() > b.imag());
-  } else {
-    return IsMax ? (x > best) : (x < best);
-  }
-}
-
-inline int64_t kept_offset(int64_t o, const Dim* k, int nk) {
-  int64_t off = 0;
-  for (int d = nk - 1; d >= 0; --d) {
-    off += (o % k[d].n) * k[d].stride;
-    o /= k[d].n;
-  }
-  return off;
+  return IsMax ? cpu::ordered_greater(x, best) : cpu::ordered_less(x, best);
 }
 
 template <typename T, bool IsMax>

@@ -28,6 +28,7 @@ ArraySpec binary_spec(const char* name, const std::vector<ArraySpec>& in) {
 namespace {
 
 using namespace ew;
+using detail::at_least_float;
 
 template <typename T>
 inline constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
@@ -365,14 +366,7 @@ namespace primitives {
 void register_binary() {
   const unsigned B = kBinary | kElementwise;
   auto row = [&](const char* name, InferFn infer, CpuFn cpu, int outs = 1) {
-    registry::define({.name = name,
-                      .fields = {},
-                      .min_inputs = 2,
-                      .max_inputs = 2,
-                      .num_outputs = outs,
-                      .flags = B,
-                      .infer = infer,
-                      .cpu = cpu});
+    registry::define(detail::row(name, 2, {}, infer, cpu, {.num_outputs = outs, .flags = B}));
   };
   row("Add", arith_infer<AddOp>, arith_cpu<AddOp>);
   row("Subtract", arith_infer<SubtractOp>, arith_cpu<SubtractOp>);
@@ -384,14 +378,8 @@ void register_binary() {
   row("Minimum", arith_infer<ExtremumOp<false>>, arith_cpu<ExtremumOp<false>>);
   row("ArcTan2", float_arith_infer<ArcTan2Op>, float_arith_cpu<ArcTan2Op>);
   row("LogAddExp", float_arith_infer<LogAddExpOp>, float_arith_cpu<LogAddExpOp>);
-  registry::define({.name = "DivMod",
-                    .fields = {{"floor", FieldType::Bool}},
-                    .min_inputs = 2,
-                    .max_inputs = 2,
-                    .num_outputs = 2,
-                    .flags = B,
-                    .infer = divmod_infer,
-                    .cpu = divmod_cpu});
+  registry::define(detail::row("DivMod", 2, {{"floor", FieldType::Bool}}, divmod_infer, divmod_cpu,
+                               {.num_outputs = 2, .flags = B}));
   row("FloorDivide", arith_infer<FloorDivideOp>, arith_cpu<FloorDivideOp>);
   ew::register_binary_compare();
   ew::register_ternary();

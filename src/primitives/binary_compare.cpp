@@ -183,16 +183,14 @@ namespace ew {
 void register_binary_compare() {
   const unsigned B = kBinary | kElementwise;
   auto row = [&](const char* name, InferFn infer, CpuFn cpu) {
-    registry::define({.name = name, .fields = {}, .min_inputs = 2, .max_inputs = 2, .flags = B, .infer = infer, .cpu = cpu});
+    registry::define(detail::row(name, 2, {}, infer, cpu, {.flags = B}));
   };
-  registry::define({.name = "Equal",
-                    .fields = {{"equal_nan", FieldType::Bool}},
-                    .min_inputs = 2,
-                    .max_inputs = 2,
-                    .flags = B,
-                    .infer = compare_infer<EqualOp>,
-                    .cpu = equal_cpu,
-                    .display = [](const State& s) -> std::string { return s.b(0) ? "NaNEqual" : "Equal"; }});
+  registry::define(detail::row("Equal", 2, {{"equal_nan", FieldType::Bool}},
+                               compare_infer<EqualOp>, equal_cpu,
+                               {.flags = B,
+                                .display = [](const State& s) -> std::string {
+                                  return s.b(0) ? "NaNEqual" : "Equal";
+                                }}));
   row("NotEqual", compare_infer<NotEqualOp>, compare_cpu<NotEqualOp>);
   row("Greater", compare_infer<GreaterOp>, compare_cpu<GreaterOp>);
   row("GreaterEqual", compare_infer<GreaterEqualOp>, compare_cpu<GreaterEqualOp>);
@@ -200,14 +198,10 @@ void register_binary_compare() {
   row("LessEqual", compare_infer<LessEqualOp>, compare_cpu<LessEqualOp>);
   row("LogicalAnd", compare_infer<LogicalAndOp>, compare_cpu<LogicalAndOp>);
   row("LogicalOr", compare_infer<LogicalOrOp>, compare_cpu<LogicalOrOp>);
-  registry::define({.name = "BitwiseBinary",
-                    .fields = {{"op", FieldType::Int}},
-                    .min_inputs = 2,
-                    .max_inputs = 2,
-                    .flags = B,
-                    .infer = bitwise_infer,
-                    .cpu = bitwise_cpu,
-                    .display = [](const State& s) -> std::string { return bitwise_display(s.i(0)); }});
+  registry::define(detail::row("BitwiseBinary", 2, {{"op", FieldType::Int}},
+                               bitwise_infer, bitwise_cpu,
+                               {.flags = B,
+                                .display = [](const State& s) -> std::string { return bitwise_display(s.i(0)); }}));
 }
 }  // namespace ew
 

@@ -82,10 +82,9 @@ const PrimitiveDef& def_of(const char* name) { return detail::def(name); }
 
 namespace primitives {
 void register_broadcast() {
-  registry::define({.name = "Broadcast", .fields = {{"shape", FieldType::ShapeF}}, .min_inputs = 1,
-                    .max_inputs = -1, .infer = broadcast_infer, .cpu = broadcast_cpu});
-  registry::define({.name = "BroadcastAxes", .fields = {{"ignore_axes", FieldType::IntVec}}, .min_inputs = 1,
-                    .max_inputs = -1, .infer = broadcast_axes_infer, .cpu = broadcast_cpu});
+  registry::define(detail::row("Broadcast", {1, -1}, {{"shape", FieldType::ShapeF}}, broadcast_infer, broadcast_cpu));
+  registry::define(detail::row("BroadcastAxes", {1, -1}, {{"ignore_axes", FieldType::IntVec}},
+                               broadcast_axes_infer, broadcast_cpu));
 }
 }  // namespace primitives
 

@@ -4,13 +4,17 @@
 
 namespace kiln::detail {
 
-int normalize_axis(int axis, int ndim, const char* api) {
+int check_axis(int axis, int ndim, const char* api, const char* noun, const char* verb) {
   if (axis < -ndim || axis >= ndim) {
     std::ostringstream os;
-    os << "[" << api << "] Axis " << axis << " is out of bounds for array with " << ndim << " dimensions.";
+    os << "[" << api << "] " << noun << " " << axis << " " << verb << " " << ndim << " dimensions.";
     throw std::invalid_argument(os.str());
   }
   return axis < 0 ? axis + ndim : axis;
+}
+
+int normalize_axis(int axis, int ndim, const char* api) {
+  return check_axis(axis, ndim, api, "Axis", "is out of bounds for array with");
 }
 
 std::vector<int> normalize_axes(const std::vector<int>& axes, int ndim, const char* api) {
@@ -46,6 +50,21 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
     }
   }
   return out;
+}
+
+PrimitiveDef row(std::string name, Arity inputs, std::vector<Field> fields, InferFn infer, CpuFn cpu,
+                 RowOptions opt) {
+  return {.name = std::move(name),
+          .fields = std::move(fields),
+          .min_inputs = inputs.min,
+          .max_inputs = inputs.max,
+          .num_outputs = opt.num_outputs,
+          .flags = opt.flags,
+          .infer = infer,
+          .cpu = cpu,
+          .display = opt.display,
+          .shapeless = opt.shapeless,
+          .check = opt.check};
 }
 
 const PrimitiveDef& def(const char* name) { return registry::get(name); }

@@ -20,9 +20,9 @@ namespace {
 // State field indices (spec 3.4 row 24, on-disk order).
 enum : size_t { kStrides, kPadLo, kPadHi, kKernelDil, kInputDil, kGroups, kFlip };
 
-[[noreturn]] void fail(const std::string& msg) { throw std::invalid_argument(msg); }
+using detail::shape_str;
 
-std::string str(const std::vector<int>& v) { return detail::shape_str(v); }
+[[noreturn]] void fail(const std::string& msg) { throw std::invalid_argument(msg); }
 
 // The input checks of MLX's conv ops (dtype, ranks, channels and groups), with its messages.
 void check_conv_inputs(const ArraySpec& in, const ArraySpec& wt, int d, int groups) {
@@ -47,7 +47,7 @@ void check_conv_inputs(const ArraySpec& in, const ArraySpec& wt, int d, int grou
   const int cin = in.shape[d + 1];
   if (cin % groups != 0) {
     fail("[conv] The input channels must be divisible by the number of groups. Got input with shape " +
-         detail::shape_str(in.shape) + " and " + std::to_string(groups) + " groups.");
+         shape_str(in.shape) + " and " + std::to_string(groups) + " groups.");
   }
   if (groups > 1 && wt.shape[0] % groups != 0) {
     fail("[conv] If groups > 1, the output channels must be divisible by the number of groups. Got " +
@@ -57,9 +57,9 @@ void check_conv_inputs(const ArraySpec& in, const ArraySpec& wt, int d, int grou
   if (cin != expect) {
     if (groups == 1) {
       fail("[conv] Expect the input channels in the input and weight array to match but got shapes - input: " +
-           detail::shape_str(in.shape) + " and weight: " + detail::shape_str(wt.shape));
+           shape_str(in.shape) + " and weight: " + shape_str(wt.shape));
     }
-    fail("Given groups=" + std::to_string(groups) + " and weights of shape " + detail::shape_str(wt.shape) +
+    fail("Given groups=" + std::to_string(groups) + " and weights of shape " + shape_str(wt.shape) +
          ", expected to have " + std::to_string(expect) + " input channels but got " + std::to_string(cin) +
          " input channels instead.");
   }
@@ -72,34 +72,34 @@ Shape conv_out_shape(const Shape& in, const Shape& wt, const std::vector<int>& s
                      const std::vector<int>& lo, const std::vector<int>& hi, const std::vector<int>& kdil,
                      const std::vector<int>& idil) {
   const size_t d = in.size() - 2;
-  if (strides.size() != d) fail("[conv] Invalid strides " + str(strides) + " for " + std::to_string(d) + "D convolution.");
+  if (strides.size() != d) fail("[conv] Invalid strides " + shape_str(strides) + " for " + std::to_string(d) + "D convolution.");
   if (lo.size() != d || hi.size() != d) {
-    fail("[conv] Invalid padding " + str(lo) + " | " + str(hi) + " for " + std::to_string(d) + "D convolution.");
+    fail("[conv] Invalid padding " + shape_str(lo) + " | " + shape_str(hi) + " for " + std::to_string(d) + "D convolution.");
   }
   if (kdil.size() != d) {
-    fail("[conv] Invalid kernel dilation " + str(kdil) + " for " + std::to_string(d) + "D convolution.");
+    fail("[conv] Invalid kernel dilation " + shape_str(kdil) + " for " + std::to_string(d) + "D convolution.");
   }
   if (idil.size() != d) {
-    fail("[conv] Invalid input dilation " + str(idil) + " for " + std::to_string(d) + "D convolution.");
+    fail("[conv] Invalid input dilation " + shape_str(idil) + " for " + std::to_string(d) + "D convolution.");
   }
   Shape out(in.size());
   out[0] = in[0];
   for (size_t i = 0; i < d; ++i) {
-    if (kdil[i] <= 0) fail("[conv] Kernel dilation sizes must be positive. Got kernel dilation " + str(kdil) + ".");
-    if (idil[i] <= 0) fail("[conv] Input dilation sizes must be positive. Got input dilation " + str(idil) + ".");
+    if (kdil[i] <= 0) fail("[conv] Kernel dilation sizes must be positive. Got kernel dilation " + shape_str(kdil) + ".");
+    if (idil[i] <= 0) fail("[conv] Input dilation sizes must be positive. Got input dilation " + shape_str(idil) + ".");
     if (lo[i] < 0 || hi[i] < 0) {
-      fail("[conv] Padding sizes must be non-negative. Got padding " + str(lo) + " | " + str(hi) + ".");
+      fail("[conv] Padding sizes must be non-negative. Got padding " + shape_str(lo) + " | " + shape_str(hi) + ".");
     }
-    if (strides[i] <= 0) fail("[conv] Stride sizes must be positive. Got strides " + str(strides) + ".");
+    if (strides[i] <= 0) fail("[conv] Stride sizes must be positive. Got strides " + shape_str(strides) + ".");
     // 64-bit arithmetic: a hostile file must not overflow its way to a small size.
     const int64_t kd = 1 + static_cast<int64_t>(kdil[i]) * (wt[i + 1] - 1);
     const int64_t id = 1 + static_cast<int64_t>(idil[i]) * (in[i + 1] - 1);
     const int64_t o = (id + lo[i] + hi[i] - kd) / strides[i] + 1;
     if (o <= 0) {
       fail("[conv] Spatial dimensions of input after padding cannot be smaller than weight spatial dimensions. "
-           "Got error at axis " + std::to_string(i + 1) + " for input with shape " + detail::shape_str(in) +
-           ", padding low " + str(lo) + ", padding high " + str(hi) + ", and weight of shape " +
-           detail::shape_str(wt) + ".");
+           "Got error at axis " + std::to_string(i + 1) + " for input with shape " + shape_str(in) +
+           ", padding low " + shape_str(lo) + ", padding high " + shape_str(hi) + ", and weight of shape " +
+           shape_str(wt) + ".");
     }
     if (o > std::numeric_limits<int32_t>::max()) {
       fail("[conv] Output size " + std::to_string(o) + " at axis " + std::to_string(i + 1) + " is too large.");
@@ -155,18 +155,15 @@ array conv_transpose_general(const array& input, const array& weight, std::vecto
 
 namespace primitives {
 void register_conv() {
-  registry::define({.name = "Convolution",
-                    .fields = {{"kernel_strides", FieldType::IntVec},
-                               {"padding_lo", FieldType::IntVec},
-                               {"padding_hi", FieldType::IntVec},
-                               {"kernel_dilation", FieldType::IntVec},
-                               {"input_dilation", FieldType::IntVec},
-                               {"groups", FieldType::Int},
-                               {"flip", FieldType::Bool}},
-                    .min_inputs = 2,
-                    .max_inputs = 2,
-                    .infer = conv_infer,
-                    .cpu = detail::convolution_cpu});
+  registry::define(detail::row("Convolution", 2,
+                               {{"kernel_strides", FieldType::IntVec},
+                                {"padding_lo", FieldType::IntVec},
+                                {"padding_hi", FieldType::IntVec},
+                                {"kernel_dilation", FieldType::IntVec},
+                                {"input_dilation", FieldType::IntVec},
+                                {"groups", FieldType::Int},
+                                {"flip", FieldType::Bool}},
+                               conv_infer, detail::convolution_cpu));
 }
 }  // namespace primitives
 

@@ -97,10 +97,10 @@ const PrimitiveDef& def_of(const char* name) { return detail::def(name); }
 
 namespace primitives {
 void register_creation() {
-  registry::define({.name = "Full", .fields = {}, .min_inputs = 1, .max_inputs = 1, .infer = full_infer, .cpu = full_cpu});
-  registry::define({.name = "Arange",
-                    .fields = {{"start", FieldType::Double}, {"stop", FieldType::Double}, {"step", FieldType::Double}},
-                    .min_inputs = 0, .max_inputs = 0, .infer = arange_infer, .cpu = arange_cpu});
+  registry::define(detail::row("Full", 1, {}, full_infer, full_cpu));
+  registry::define(detail::row("Arange", 0,
+                               {{"start", FieldType::Double}, {"stop", FieldType::Double}, {"step", FieldType::Double}},
+                               arange_infer, arange_cpu));
 }
 }  // namespace primitives
 

@@ -22,28 +22,23 @@ void custom_cpu(const Node& node, const std::vector<array>&, std::vector<array>&
 
 namespace primitives {
 void register_custom() {
-  registry::define({.name = "CustomKernel",
-                    .fields = {{"name", FieldType::String},
-                               {"source", FieldType::String},
-                               {"grid_x", FieldType::Int},
-                               {"grid_y", FieldType::Int},
-                               {"grid_z", FieldType::Int},
-                               {"threadgroup_x", FieldType::Int},
-                               {"threadgroup_y", FieldType::Int},
-                               {"threadgroup_z", FieldType::Int},
-                               {"shape_infos", FieldType::BoolTripleVec},
-                               {"ensure_row_contiguous", FieldType::Bool},
-                               {"init_value", FieldType::OptFloat},
-                               {"scalar_arguments", FieldType::ScalarVec},
-                               {"is_precompiled", FieldType::Bool},
-                               {"shared_memory", FieldType::Int}},
-                    .min_inputs = 0,
-                    .max_inputs = -1,
-                    .num_outputs = -1,
-                    .flags = kNoCSE,
-                    .infer = nullptr,  // outputs come from the record (or the builder)
-                    .cpu = custom_cpu,
-                    .shapeless = false});
+  // No output rule: the outputs come from the record (or the builder).
+  registry::define(detail::row("CustomKernel", {0, -1},
+                               {{"name", FieldType::String},
+                                {"source", FieldType::String},
+                                {"grid_x", FieldType::Int},
+                                {"grid_y", FieldType::Int},
+                                {"grid_z", FieldType::Int},
+                                {"threadgroup_x", FieldType::Int},
+                                {"threadgroup_y", FieldType::Int},
+                                {"threadgroup_z", FieldType::Int},
+                                {"shape_infos", FieldType::BoolTripleVec},
+                                {"ensure_row_contiguous", FieldType::Bool},
+                                {"init_value", FieldType::OptFloat},
+                                {"scalar_arguments", FieldType::ScalarVec},
+                                {"is_precompiled", FieldType::Bool},
+                                {"shared_memory", FieldType::Int}},
+                               nullptr, custom_cpu, {.num_outputs = -1, .flags = kNoCSE, .shapeless = false}));
 }
 }  // namespace primitives
 

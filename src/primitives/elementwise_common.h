@@ -34,12 +34,6 @@ using cpu::is_float_v;
 using cpu::is_half_v;
 
 // ---------------------------------------------------------------------------------------------
-// Dtype rules
-
-// MLX's at_least_float: integers and bool compute in float32, inexact types keep their dtype.
-inline Dtype at_least_float(Dtype t) { return is_inexact(t) ? t : float32; }
-
-// ---------------------------------------------------------------------------------------------
 // Kernel helpers
 
 // The output shares the input's buffer (MLX's no-op kernels: Copy, Abs of unsigned, Floor of ints, ...).

@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "kiln/dtype.h"
+#include "backend/cpu/ordering.h"
 
 namespace kiln::ew {
 
@@ -157,9 +158,7 @@ inline float erfinv_f(float a) {
 }
 
 // MLX orders complex numbers lexicographically (real part first) in comparisons, maximum and minimum.
-inline bool cgt(complex64_t a, complex64_t b) {
-  return a.real() > b.real() || (a.real() == b.real() && a.imag() > b.imag());
-}
+inline bool cgt(complex64_t a, complex64_t b) { return cpu::ordered_greater(a, b); }
 inline bool cge(complex64_t a, complex64_t b) {
   return a.real() > b.real() || (a.real() == b.real() && a.imag() >= b.imag());
 }

@@ -267,14 +267,12 @@ void layer_vjp_cpu(const Node& node, const std::vector<array>& in, std::vector<a
 
 void define_norms() {
   const std::vector<Field> eps_fields = {{"fallback", FieldType::Placeholder}, {"eps", FieldType::Float}};
-  registry::define({.name = "RMSNorm", .fields = eps_fields, .min_inputs = 2, .max_inputs = 2,
-                    .infer = rms_infer, .cpu = rms_cpu});
-  registry::define({.name = "RMSNormVJP", .fields = eps_fields, .min_inputs = 3, .max_inputs = 3,
-                    .num_outputs = 2, .infer = rms_vjp_infer, .cpu = rms_vjp_cpu, .shapeless = false});
-  registry::define({.name = "LayerNorm", .fields = eps_fields, .min_inputs = 3, .max_inputs = 3,
-                    .infer = layer_infer, .cpu = layer_cpu});
-  registry::define({.name = "LayerNormVJP", .fields = eps_fields, .min_inputs = 4, .max_inputs = 4,
-                    .num_outputs = 3, .infer = layer_vjp_infer, .cpu = layer_vjp_cpu, .shapeless = false});
+  registry::define(detail::row("RMSNorm", 2, eps_fields, rms_infer, rms_cpu));
+  registry::define(detail::row("RMSNormVJP", 3, eps_fields, rms_vjp_infer, rms_vjp_cpu,
+                               {.num_outputs = 2, .shapeless = false}));
+  registry::define(detail::row("LayerNorm", 3, eps_fields, layer_infer, layer_cpu));
+  registry::define(detail::row("LayerNormVJP", 4, eps_fields, layer_vjp_infer, layer_vjp_cpu,
+                               {.num_outputs = 3, .shapeless = false}));
 }
 
 }  // namespace kiln::fastk

@@ -148,17 +148,14 @@ void rope_cpu(const Node& node, const std::vector<array>& in, std::vector<array>
 }  // namespace
 
 void define_rope() {
-  registry::define({.name = "RoPE",
-                    .fields = {{"fallback", FieldType::Placeholder},
-                               {"dims", FieldType::Int},
-                               {"traditional", FieldType::Bool},
-                               {"base", FieldType::Float},
-                               {"scale", FieldType::Float},
-                               {"forward", FieldType::Bool}},
-                    .min_inputs = 2,
-                    .max_inputs = 3,
-                    .infer = rope_infer,
-                    .cpu = rope_cpu});
+  registry::define(detail::row("RoPE", {2, 3},
+                               {{"fallback", FieldType::Placeholder},
+                                {"dims", FieldType::Int},
+                                {"traditional", FieldType::Bool},
+                                {"base", FieldType::Float},
+                                {"scale", FieldType::Float},
+                                {"forward", FieldType::Bool}},
+                               rope_infer, rope_cpu));
 }
 
 }  // namespace kiln::fastk

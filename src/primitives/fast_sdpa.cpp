@@ -352,17 +352,13 @@ void sdpa_cpu(const Node& node, const std::vector<array>& in, std::vector<array>
 }  // namespace
 
 void define_sdpa() {
-  registry::define({.name = "ScaledDotProductAttention",
-                    .fields = {{"fallback", FieldType::Placeholder},
-                               {"scale", FieldType::Float},
-                               {"do_causal", FieldType::Bool},
-                               {"has_sinks", FieldType::Bool},
-                               {"output_logsumexp", FieldType::Bool}},
-                    .min_inputs = 3,
-                    .max_inputs = 5,
-                    .num_outputs = -1,
-                    .infer = sdpa_infer,
-                    .cpu = sdpa_cpu});
+  registry::define(detail::row("ScaledDotProductAttention", {3, 5},
+                               {{"fallback", FieldType::Placeholder},
+                                {"scale", FieldType::Float},
+                                {"do_causal", FieldType::Bool},
+                                {"has_sinks", FieldType::Bool},
+                                {"output_logsumexp", FieldType::Bool}},
+                               sdpa_infer, sdpa_cpu, {.num_outputs = -1}));
 }
 
 }  // namespace kiln::fastk

@@ -334,16 +334,13 @@ std::vector<int> all_axes(const array& a) {
 
 namespace primitives {
 void register_fft() {
-  registry::define({.name = "FFT",
-                    .fields = {{"axes", FieldType::SizeVec}, {"inverse", FieldType::Bool}, {"real", FieldType::Bool}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .cpu = fft_cpu,
-                    .shapeless = false,
-                    // The output shape is not a function of the state (MLX records n): files are validated here.
-                    .check = [](const State& st, const std::vector<ArraySpec>& in, const std::vector<ArraySpec>& out) {
-                      check_fft(st, in[0], out[0]);
-                    }});
+  // The output shape is not a function of the state (MLX records n): files are validated here.
+  registry::define(detail::row("FFT", 1,
+                               {{"axes", FieldType::SizeVec}, {"inverse", FieldType::Bool}, {"real", FieldType::Bool}},
+                               nullptr, fft_cpu,
+                               {.shapeless = false,
+                                .check = [](const State& st, const std::vector<ArraySpec>& in,
+                                            const std::vector<ArraySpec>& out) { check_fft(st, in[0], out[0]); }}));
 }
 }  // namespace primitives
 

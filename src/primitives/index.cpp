@@ -198,39 +198,16 @@ std::string scatter_axis_display(const State& st) { return st.i(0) == 0 ? "Scatt
 
 namespace primitives {
 void register_index() {
-  registry::define({.name = "Gather",
-                    .fields = {{"axes", FieldType::IntVec}, {"slice_sizes", FieldType::ShapeF}},
-                    .min_inputs = 1,
-                    .max_inputs = -1,
-                    .infer = gather_infer,
-                    .cpu = index_detail::gather_cpu});
-  registry::define({.name = "GatherAxis",
-                    .fields = {{"axis", FieldType::Int}},
-                    .min_inputs = 2,
-                    .max_inputs = 2,
-                    .infer = gather_axis_infer,
-                    .cpu = index_detail::gather_axis_cpu});
-  registry::define({.name = "Scatter",
-                    .fields = {{"type", FieldType::Int}, {"axes", FieldType::IntVec}},
-                    .min_inputs = 2,
-                    .max_inputs = -1,
-                    .infer = scatter_infer,
-                    .cpu = index_detail::scatter_cpu,
-                    .display = scatter_display,
-                    .shapeless = false});
-  registry::define({.name = "ScatterAxis",
-                    .fields = {{"type", FieldType::Int}, {"axis", FieldType::Int}},
-                    .min_inputs = 3,
-                    .max_inputs = 3,
-                    .infer = scatter_axis_infer,
-                    .cpu = index_detail::scatter_axis_cpu,
-                    .display = scatter_axis_display});
-  registry::define({.name = "MaskedScatter",
-                    .fields = {},
-                    .min_inputs = 3,
-                    .max_inputs = 3,
-                    .infer = masked_scatter_infer,
-                    .cpu = index_detail::masked_scatter_cpu});
+  registry::define(detail::row("Gather", {1, -1}, {{"axes", FieldType::IntVec}, {"slice_sizes", FieldType::ShapeF}},
+                               gather_infer, index_detail::gather_cpu));
+  registry::define(detail::row("GatherAxis", 2, {{"axis", FieldType::Int}},
+                               gather_axis_infer, index_detail::gather_axis_cpu));
+  registry::define(detail::row("Scatter", {2, -1}, {{"type", FieldType::Int}, {"axes", FieldType::IntVec}},
+                               scatter_infer, index_detail::scatter_cpu,
+                               {.display = scatter_display, .shapeless = false}));
+  registry::define(detail::row("ScatterAxis", 3, {{"type", FieldType::Int}, {"axis", FieldType::Int}},
+                               scatter_axis_infer, index_detail::scatter_axis_cpu, {.display = scatter_axis_display}));
+  registry::define(detail::row("MaskedScatter", 3, {}, masked_scatter_infer, index_detail::masked_scatter_cpu));
 }
 }  // namespace primitives
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "backend/cpu/dispatch.h"
 #include "backend/cpu/loops.h"
 #include "kiln/primitive.h"
 
@@ -20,17 +21,11 @@ void masked_scatter_cpu(const Node& node, const std::vector<array>& in, std::vec
 // Calls f with a value of the index array's C++ type (the integer dtypes only; validated by `infer`).
 template <typename F>
 decltype(auto) dispatch_index(Dtype t, F&& f) {
-  switch (t.val) {
-    case Dtype::Val::uint8: return f(uint8_t{});
-    case Dtype::Val::uint16: return f(uint16_t{});
-    case Dtype::Val::uint32: return f(uint32_t{});
-    case Dtype::Val::uint64: return f(uint64_t{});
-    case Dtype::Val::int8: return f(int8_t{});
-    case Dtype::Val::int16: return f(int16_t{});
-    case Dtype::Val::int32: return f(int32_t{});
-    case Dtype::Val::int64: return f(int64_t{});
-    default: throw std::logic_error("[index] Index arrays must have an integer dtype.");
-  }
+  if (!is_integral(t)) throw std::logic_error("[index] Index arrays must have an integer dtype.");
+  return cpu::dispatch_all(t, [&](auto tag) -> decltype(auto) {
+    if constexpr (std::is_integral_v<decltype(tag)> && !std::is_same_v<decltype(tag), bool>) return f(tag);
+    else return f(int32_t{});  // unreachable
+  });
 }
 
 // Calls f with an unsigned integer type of the dtype's width: kernels that only move elements need

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "backend/cpu/ordering.h"
 #include "primitives/index_kernels.h"
 
 namespace kiln::index_detail {
@@ -13,14 +14,7 @@ namespace {
 // Scatter reduce codes (format spec 3.2).
 enum ScatterType { kMax = 0, kMin = 1, kSum = 2, kProd = 3, kNone = 4 };
 
-template <typename T>
-bool greater(T a, T b) {
-  if constexpr (cpu::is_complex_v<T>) {
-    return a.real() > b.real() || (a.real() == b.real() && a.imag() > b.imag());
-  } else {
-    return static_cast<cpu::acc_t<T>>(a) > static_cast<cpu::acc_t<T>>(b);
-  }
-}
+using cpu::ordered_greater;
 
 // y op= x for one reduce type; 16-bit floats compute in float and round each step (as MLX's CPU).
 template <int Type, typename T>
@@ -35,9 +29,9 @@ inline void combine(T& y, T x) {
     if constexpr (std::is_same_v<T, bool>) y = y && x;
     else y = static_cast<T>(static_cast<A>(y) * static_cast<A>(x));
   } else if constexpr (Type == kMax) {
-    y = greater(y, x) ? y : x;
+    y = ordered_greater(y, x) ? y : x;
   } else {
-    y = greater(x, y) ? y : x;
+    y = ordered_greater(x, y) ? y : x;
   }
 }
 

@@ -141,12 +141,11 @@ array edge_pad(const array& a, const Shape& low, const Shape& high, const Shape&
 
 namespace primitives {
 void register_joining() {
-  registry::define({.name = "Concatenate", .fields = {{"axis", FieldType::Int}}, .min_inputs = 1,
-                    .max_inputs = -1, .infer = concatenate_infer, .cpu = concatenate_cpu});
-  registry::define({.name = "Pad",
-                    .fields = {{"axes", FieldType::IntVec}, {"low_pad_size", FieldType::ShapeF},
-                               {"high_pad_size", FieldType::ShapeF}},
-                    .min_inputs = 2, .max_inputs = 2, .infer = pad_infer, .cpu = pad_cpu, .shapeless = false});
+  registry::define(detail::row("Concatenate", {1, -1}, {{"axis", FieldType::Int}}, concatenate_infer, concatenate_cpu));
+  registry::define(detail::row("Pad", 2,
+                               {{"axes", FieldType::IntVec}, {"low_pad_size", FieldType::ShapeF},
+                                {"high_pad_size", FieldType::ShapeF}},
+                               pad_infer, pad_cpu, {.shapeless = false}));
 }
 }  // namespace primitives
 

@@ -427,63 +427,20 @@ void luf_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out)
 
 namespace primitives {
 void register_linalg() {
-  registry::define({.name = "QRF",
-                    .fields = {},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .num_outputs = 2,
-                    .flags = kNoCSE,
-                    .infer = qrf_infer,
-                    .cpu = qrf_cpu,
-                    .shapeless = false});
-  registry::define({.name = "SVD",
-                    .fields = {{"compute_uv", FieldType::Bool}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .num_outputs = -1,
-                    .flags = kNoCSE,
-                    .infer = svd_infer,
-                    .cpu = svd_cpu,
-                    .shapeless = false});
-  registry::define({.name = "Inverse",
-                    .fields = {{"tri", FieldType::Bool}, {"upper", FieldType::Bool}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .flags = kNoCSE,
-                    .infer = inverse_infer,
-                    .cpu = inverse_cpu,
-                    .shapeless = false});
-  registry::define({.name = "Cholesky",
-                    .fields = {{"upper", FieldType::Bool}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .flags = kNoCSE,
-                    .infer = cholesky_infer,
-                    .cpu = cholesky_cpu,
-                    .shapeless = false});
-  registry::define({.name = "Eig",
-                    .fields = {{"compute_eigenvectors", FieldType::Bool}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .num_outputs = -1,
-                    .infer = eig_infer,
-                    .cpu = eig_cpu});
-  registry::define({.name = "Eigh",
-                    .fields = {{"uplo", FieldType::String}, {"compute_eigenvectors", FieldType::Bool}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .num_outputs = -1,
-                    .infer = eigh_infer,
-                    .cpu = eigh_cpu});
-  registry::define({.name = "LUF",
-                    .fields = {},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .num_outputs = 3,
-                    .flags = kNoCSE | kNotSerializable,
-                    .infer = luf_infer,
-                    .cpu = luf_cpu,
-                    .shapeless = false});
+  registry::define(detail::row("QRF", 1, {}, qrf_infer, qrf_cpu,
+                               {.num_outputs = 2, .flags = kNoCSE, .shapeless = false}));
+  registry::define(detail::row("SVD", 1, {{"compute_uv", FieldType::Bool}}, svd_infer, svd_cpu,
+                               {.num_outputs = -1, .flags = kNoCSE, .shapeless = false}));
+  registry::define(detail::row("Inverse", 1, {{"tri", FieldType::Bool}, {"upper", FieldType::Bool}},
+                               inverse_infer, inverse_cpu, {.flags = kNoCSE, .shapeless = false}));
+  registry::define(detail::row("Cholesky", 1, {{"upper", FieldType::Bool}}, cholesky_infer, cholesky_cpu,
+                               {.flags = kNoCSE, .shapeless = false}));
+  registry::define(detail::row("Eig", 1, {{"compute_eigenvectors", FieldType::Bool}}, eig_infer, eig_cpu,
+                               {.num_outputs = -1}));
+  registry::define(detail::row("Eigh", 1, {{"uplo", FieldType::String}, {"compute_eigenvectors", FieldType::Bool}},
+                               eigh_infer, eigh_cpu, {.num_outputs = -1}));
+  registry::define(detail::row("LUF", 1, {}, luf_infer, luf_cpu,
+                               {.num_outputs = 3, .flags = kNoCSE | kNotSerializable, .shapeless = false}));
   linalg_detail::register_linalg_mm();
 }
 }  // namespace primitives

@@ -8,13 +8,26 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cpu/blas.h"
 #include "backend/cpu/loops.h"
 #include "kiln/array.h"
+#include "kiln/primitive.h"
 
 namespace kiln::linalg_detail {
+
+// The checks every product of (..., M, K) and (..., K, N) starts with (matmul.cpp, linalg_mm.cpp): both
+// operands have at least 2 dims and the inner dims agree; MLX's messages behind `api`.
+void check_product_dims(const char* api, const ArraySpec& a, const ArraySpec& b);
+// "[api] Last dimension of first input with shape a must match second to last dimension of second ...".
+std::string product_dims_message(const char* api, const Shape& a, const Shape& b);
+// The start of the product ops (matmul, block_masked_mm, gather_mm, ...): neither operand is 0-D, a 1-D a
+// becomes a row and a 1-D b a column, and the inner dims agree; MLX's messages behind `api`.
+void expand_product_operands(const char* api, array& a, array& b, StreamOrDevice s);
+// Squeezes from a product's output the dims expand_product_operands inserted (a_nd, b_nd: the ranks before).
+array squeeze_inserted(array out, int a_nd, int b_nd, StreamOrDevice s);
 
 // The type a kernel computes in: float for the 16-bit floats, the storage type otherwise.
 template <typename T>
@@ -33,6 +46,18 @@ void strided_cast_copy(const S* src, const Shape& shape, const Strides& src_stri
                            for (int64_t i = 0; i < n; ++i) d[i * st[0]] = cpu::cast_to<D>(s[i * st[1]]);
                          }
                        });
+}
+
+// Where a kernel computing in C writes an output stored as T: the output's own memory when C is T,
+// else a scratch block (held by `scratch`) that the kernel rounds into the output at the end.
+template <typename C, typename T>
+C* compute_dst(array& out, std::shared_ptr<detail::Data>& scratch) {
+  if constexpr (std::is_same_v<C, T>) {
+    return out.data<T>();
+  } else {
+    scratch = detail::allocate(out.size() * sizeof(C));
+    return static_cast<C*>(scratch->ptr);
+  }
 }
 
 // The element pointer of an evaluated array of storage type S (its offset applied).

@@ -102,13 +102,7 @@ void hadamard_impl(const array& in, array& out, float scale) {
   const int len = out.ndim() ? out.shape().back() : 1;
   auto [n, m] = split_hadamard_size(len);
   std::shared_ptr<detail::Data> tmp;
-  C* buf;
-  if constexpr (std::is_same_v<C, T>) {
-    buf = out.data<T>();
-  } else {
-    tmp = detail::allocate(out.size() * sizeof(C));
-    buf = static_cast<C*>(tmp->ptr);
-  }
+  C* buf = compute_dst<C, T>(out, tmp);
   strided_cast_copy<T, C>(base_ptr<T>(in), in.shape(), in.strides(), buf, row_major_strides(in.shape()));
   const size_t rows = out.size() / len;
   const size_t grain = std::max<size_t>(1, cpu::kGrainMedium / len);
@@ -130,21 +124,8 @@ void hadamard_cpu(const Node& node, const std::vector<array>& in, std::vector<ar
 
 // ---- shared checks of the product variants ----
 
-std::string dims_message(const char* api, const Shape& a, const Shape& b) {
-  std::ostringstream os;
-  os << "[" << api << "] Last dimension of first input with shape " << a
-     << " must match second to last dimension of second input with shape " << b << ".";
-  return os.str();
-}
-
 void check_operands(const char* api, const ArraySpec& a, const ArraySpec& b) {
-  if (a.shape.size() < 2 || b.shape.size() < 2) {
-    std::ostringstream os;
-    os << "[" << api << "] Expected inputs with at least 2 dimensions but found shapes " << a.shape << " and "
-       << b.shape << ".";
-    throw std::invalid_argument(os.str());
-  }
-  if (a.shape.back() != b.shape[b.shape.size() - 2]) throw std::invalid_argument(dims_message(api, a.shape, b.shape));
+  check_product_dims(api, a, b);
   if (a.dtype != b.dtype || !is_floating_point(a.dtype)) {
     std::ostringstream os;
     os << "[" << api << "] Expected real floating point inputs of one dtype but found " << a.dtype << " and "
@@ -237,13 +218,7 @@ void block_masked_impl(const std::vector<array>& in, array& out, int bs) {
   const auto om_st = mask_strides(out_mask), lm_st = mask_strides(lhs_mask), rm_st = mask_strides(rhs_mask);
 
   std::shared_ptr<detail::Data> tmp;
-  C* dst;
-  if constexpr (std::is_same_v<C, T>) {
-    dst = out.data<T>();
-  } else {
-    tmp = detail::allocate(out.size() * sizeof(C));
-    dst = static_cast<C*>(tmp->ptr);
-  }
+  C* dst = compute_dst<C, T>(out, tmp);
   // Operand masks change the operands, so each batch entry works on private copies.
   std::vector<C> a_buf, b_buf;
   MatOperand<C> a, b;
@@ -329,13 +304,7 @@ void gather_mm_impl(const std::vector<array>& in, array& out) {
   const int64_t na = static_cast<int64_t>(shape_size(a_batch)), nb = static_cast<int64_t>(shape_size(b_batch));
   const int64_t nbatch = static_cast<int64_t>(in[2].size());
   std::shared_ptr<detail::Data> tmp;
-  C* dst;
-  if constexpr (std::is_same_v<C, T>) {
-    dst = out.data<T>();
-  } else {
-    tmp = detail::allocate(out.size() * sizeof(C));
-    dst = static_cast<C*>(tmp->ptr);
-  }
+  C* dst = compute_dst<C, T>(out, tmp);
   if (K == 0 || na == 0 || nb == 0) {
     std::fill(dst, dst + out.size(), C(0));
   } else {
@@ -360,26 +329,11 @@ void gather_mm_cpu(const Node&, const std::vector<array>& in, std::vector<array>
 
 namespace linalg_detail {
 void register_linalg_mm() {
-  registry::define({.name = "Hadamard",
-                    .fields = {{"scale", FieldType::Float}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .infer = hadamard_infer,
-                    .cpu = hadamard_cpu});
-  registry::define({.name = "BlockMaskedMM",
-                    .fields = {{"block_size", FieldType::Int}},
-                    .min_inputs = 2,
-                    .max_inputs = 5,
-                    .infer = block_masked_infer,
-                    .cpu = block_masked_cpu,
-                    .shapeless = false});
-  registry::define({.name = "GatherMM",
-                    .fields = {{"left_sorted", FieldType::Bool}, {"right_sorted", FieldType::Bool}},
-                    .min_inputs = 4,
-                    .max_inputs = 4,
-                    .infer = gather_mm_infer,
-                    .cpu = gather_mm_cpu,
-                    .shapeless = false});
+  registry::define(detail::row("Hadamard", 1, {{"scale", FieldType::Float}}, hadamard_infer, hadamard_cpu));
+  registry::define(detail::row("BlockMaskedMM", {2, 5}, {{"block_size", FieldType::Int}},
+                               block_masked_infer, block_masked_cpu, {.shapeless = false}));
+  registry::define(detail::row("GatherMM", 4, {{"left_sorted", FieldType::Bool}, {"right_sorted", FieldType::Bool}},
+                               gather_mm_infer, gather_mm_cpu, {.shapeless = false}));
 }
 }  // namespace linalg_detail
 
@@ -399,13 +353,7 @@ array hadamard_transform(const array& a, std::optional<float> scale_opt, StreamO
 namespace {
 // Expand 1-D operands to matrices, check the inner dims and promote to a real floating dtype.
 Dtype prepare_product(const char* api, array& a, array& b, StreamOrDevice s) {
-  if (a.ndim() == 0 || b.ndim() == 0) {
-    throw std::invalid_argument(std::string("[") + api +
-                                "] Got 0 dimension input. Inputs must have at least one dimension.");
-  }
-  if (a.ndim() == 1) a = expand_dims(a, 0, s);
-  if (b.ndim() == 1) b = expand_dims(b, 1, s);
-  if (a.shape(-1) != b.shape(-2)) throw std::invalid_argument(dims_message(api, a.shape(), b.shape()));
+  expand_product_operands(api, a, b, s);
   Dtype t = promote_types(a.dtype(), b.dtype());
   if (!is_floating_point(t)) {
     std::ostringstream os;
@@ -416,13 +364,6 @@ Dtype prepare_product(const char* api, array& a, array& b, StreamOrDevice s) {
   a = astype(a, t, s);
   b = astype(b, t, s);
   return t;
-}
-
-array squeeze_inserted(array out, int a_nd, int b_nd, StreamOrDevice s) {
-  std::vector<int> axes;
-  if (a_nd == 1) axes.push_back(static_cast<int>(out.ndim()) - 2);
-  if (b_nd == 1) axes.push_back(static_cast<int>(out.ndim()) - 1);
-  return axes.empty() ? out : squeeze(out, axes, s);
 }
 }  // namespace
 

@@ -16,6 +16,8 @@
 
 namespace kiln::linalg {
 
+using detail::at_least_float;
+
 namespace {
 
 void check_cpu_stream(const StreamOrDevice& s, const std::string& prefix) {
@@ -48,8 +50,6 @@ void check_ndim(const array& a, const std::string& prefix, const char* what = "A
     throw std::invalid_argument(os.str());
   }
 }
-
-Dtype at_least_float(Dtype d) { return is_inexact(d) ? d : promote_types(d, float32); }
 
 array l2_norm(const array& a, const std::vector<int>& axis, bool keepdims, StreamOrDevice s) {
   if (a.dtype() == complex64) return sqrt(sum(multiply(abs(a, s), abs(a, s), s), axis, keepdims, s), s);
@@ -346,12 +346,7 @@ array solve_triangular(const array& a, const array& b, bool upper, StreamOrDevic
 
 array cross(const array& a, const array& b, int axis, StreamOrDevice s) {
   auto check_axis = [axis](const array& x) {
-    const int nd = static_cast<int>(x.ndim());
-    if (axis >= nd || axis + nd < 0) {
-      std::ostringstream os;
-      os << "[linalg::cross] axis " << axis << " invalid for array with " << nd << " dimensions.";
-      throw std::invalid_argument(os.str());
-    }
+    detail::check_axis(axis, static_cast<int>(x.ndim()), "linalg::cross", "axis", "invalid for array with");
     if (x.shape(axis) < 2 || x.shape(axis) > 3) {
       throw std::invalid_argument("[linalg::cross] The specified axis must have size 2 or 3.");
     }

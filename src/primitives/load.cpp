@@ -55,12 +55,8 @@ void load_cpu(const Node& node, const std::vector<array>&, std::vector<array>& o
 
 namespace primitives {
 void register_load() {
-  registry::define({.name = "Load",
-                    .fields = {{"offset", FieldType::Size}},
-                    .min_inputs = 0,
-                    .max_inputs = 0,
-                    .flags = kNotSerializable | kNoCSE,
-                    .cpu = load_cpu});
+  registry::define(detail::row("Load", 0, {{"offset", FieldType::Size}}, nullptr, load_cpu,
+                               {.flags = kNotSerializable | kNoCSE}));
 }
 }  // namespace primitives
 

@@ -13,26 +13,49 @@
 
 namespace kiln {
 
-namespace {
-
-using namespace linalg_detail;
-
-std::string dims_message(const char* api, const Shape& a, const Shape& b) {
-  std::ostringstream os;
-  os << "[" << api << "] Last dimension of first input with shape " << a
-     << " must match second to last dimension of second input with shape " << b << ".";
-  return os.str();
-}
-
-// Output shape of a product of (..., M, K) and (..., K, N) whose batch dims broadcast.
-Shape product_shape(const char* api, const ArraySpec& a, const ArraySpec& b) {
+void linalg_detail::check_product_dims(const char* api, const ArraySpec& a, const ArraySpec& b) {
   if (a.shape.size() < 2 || b.shape.size() < 2) {
     std::ostringstream os;
     os << "[" << api << "] Expected inputs with at least 2 dimensions but found shapes " << a.shape << " and "
        << b.shape << ".";
     throw std::invalid_argument(os.str());
   }
-  if (a.shape.back() != b.shape[b.shape.size() - 2]) throw std::invalid_argument(dims_message(api, a.shape, b.shape));
+  if (a.shape.back() != b.shape[b.shape.size() - 2]) {
+    throw std::invalid_argument(product_dims_message(api, a.shape, b.shape));
+  }
+}
+
+std::string linalg_detail::product_dims_message(const char* api, const Shape& a, const Shape& b) {
+  std::ostringstream os;
+  os << "[" << api << "] Last dimension of first input with shape " << a
+     << " must match second to last dimension of second input with shape " << b << ".";
+  return os.str();
+}
+
+void linalg_detail::expand_product_operands(const char* api, array& a, array& b, StreamOrDevice s) {
+  if (a.ndim() == 0 || b.ndim() == 0) {
+    throw std::invalid_argument(std::string("[") + api +
+                                "] Got 0 dimension input. Inputs must have at least one dimension.");
+  }
+  if (a.ndim() == 1) a = expand_dims(a, 0, s);
+  if (b.ndim() == 1) b = expand_dims(b, 1, s);
+  if (a.shape(-1) != b.shape(-2)) throw std::invalid_argument(product_dims_message(api, a.shape(), b.shape()));
+}
+
+array linalg_detail::squeeze_inserted(array out, int a_nd, int b_nd, StreamOrDevice s) {
+  std::vector<int> axes;
+  if (a_nd == 1) axes.push_back(static_cast<int>(out.ndim()) - 2);
+  if (b_nd == 1) axes.push_back(static_cast<int>(out.ndim()) - 1);
+  return axes.empty() ? out : squeeze(out, axes, s);
+}
+
+namespace {
+
+using namespace linalg_detail;
+
+// Output shape of a product of (..., M, K) and (..., K, N) whose batch dims broadcast.
+Shape product_shape(const char* api, const ArraySpec& a, const ArraySpec& b) {
+  check_product_dims(api, a, b);
   if (a.dtype != b.dtype) {
     std::ostringstream os;
     os << "[" << api << "] Expected inputs of one dtype but found " << a.dtype << " and " << b.dtype << ".";
@@ -113,13 +136,7 @@ void product(const array& A, const array& B, const array* Cin, array& out, float
   const int64_t nbatch = static_cast<int64_t>(out.size() / (static_cast<size_t>(M) * N));
 
   std::shared_ptr<detail::Data> tmp;
-  C* dst;
-  if constexpr (std::is_same_v<C, T>) {
-    dst = out.data<T>();
-  } else {
-    tmp = detail::allocate(out.size() * sizeof(C));
-    dst = static_cast<C*>(tmp->ptr);
-  }
+  C* dst = compute_dst<C, T>(out, tmp);
   C cbeta(0);
   if (Cin) {
     strided_cast_copy<T, C>(base_ptr<T>(*Cin), out.shape(), broadcast_strides(*Cin, out.shape()), dst,
@@ -185,19 +202,9 @@ void addmm_cpu(const Node& node, const std::vector<array>& in, std::vector<array
 
 namespace primitives {
 void register_matmul() {
-  registry::define({.name = "Matmul",
-                    .fields = {},
-                    .min_inputs = 2,
-                    .max_inputs = 2,
-                    .infer = matmul_infer,
-                    .cpu = matmul_cpu});
-  registry::define({.name = "AddMM",
-                    .fields = {{"alpha", FieldType::Float}, {"beta", FieldType::Float}},
-                    .min_inputs = 3,
-                    .max_inputs = 3,
-                    .infer = addmm_infer,
-                    .cpu = addmm_cpu,
-                    .shapeless = false});
+  registry::define(detail::row("Matmul", 2, {}, matmul_infer, matmul_cpu));
+  registry::define(detail::row("AddMM", 3, {{"alpha", FieldType::Float}, {"beta", FieldType::Float}},
+                               addmm_infer, addmm_cpu, {.shapeless = false}));
 }
 }  // namespace primitives
 
@@ -205,13 +212,7 @@ void register_matmul() {
 
 array matmul(const array& in_a, const array& in_b, StreamOrDevice s) {
   array a = in_a, b = in_b;
-  if (a.ndim() == 0 || b.ndim() == 0) {
-    throw std::invalid_argument("[matmul] Got 0 dimension input. Inputs must have at least one dimension.");
-  }
-  // 1-D operands become a row (a) or a column (b); the inserted dim is squeezed at the end.
-  if (a.ndim() == 1) a = expand_dims(a, 0, s);
-  if (b.ndim() == 1) b = expand_dims(b, 1, s);
-  if (a.shape(-1) != b.shape(-2)) throw std::invalid_argument(dims_message("matmul", a.shape(), b.shape()));
+  expand_product_operands("matmul", a, b, s);  // the inserted dims are squeezed at the end
   Dtype t = promote_types(a.dtype(), b.dtype());
   if (!is_inexact(t)) {
     std::ostringstream os;
@@ -238,10 +239,7 @@ array matmul(const array& in_a, const array& in_b, StreamOrDevice s) {
     Shape lead(in_a.shape().begin(), in_a.shape().end() - 1);
     out = unflatten(out, 0, lead, s);
   }
-  std::vector<int> axes;
-  if (in_a.ndim() == 1) axes.push_back(static_cast<int>(out.ndim()) - 2);
-  if (in_b.ndim() == 1) axes.push_back(static_cast<int>(out.ndim()) - 1);
-  return axes.empty() ? out : squeeze(out, axes, s);
+  return squeeze_inserted(out, static_cast<int>(in_a.ndim()), static_cast<int>(in_b.ndim()), s);
 }
 
 array addmm(array c, array a, array b, const float& alpha, const float& beta, StreamOrDevice s) {
@@ -256,7 +254,7 @@ array addmm(array c, array a, array b, const float& alpha, const float& beta, St
   }
   if (a_nd == 1) a = expand_dims(a, 0, s);
   if (b_nd == 1) b = expand_dims(b, 1, s);
-  if (a.shape(-1) != b.shape(-2)) throw std::invalid_argument(dims_message("addmm", a.shape(), b.shape()));
+  if (a.shape(-1) != b.shape(-2)) throw std::invalid_argument(product_dims_message("addmm", a.shape(), b.shape()));
   if (!is_floating_point(t)) {
     std::ostringstream os;
     os << "[addmm] Only real floating point types are supported but " << c.dtype() << ", " << a.dtype() << " and "

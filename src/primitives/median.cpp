@@ -9,6 +9,7 @@
 #include "kiln/ops/index.h"
 #include "kiln/ops/reduce.h"
 #include "kiln/ops/shape.h"
+#include "primitives/common.h"
 
 namespace kiln {
 
@@ -16,14 +17,10 @@ array median(const array& a, const std::vector<int>& axes, bool keepdims, Stream
   const int nd = static_cast<int>(a.ndim());
   std::set<int> chosen;
   for (int ax : axes) {
-    if (ax < -nd || ax >= nd) {
-      throw std::invalid_argument("[median] axis " + std::to_string(ax) + " is out of bounds for array with " +
-                                  std::to_string(nd) + " dimensions.");
-    }
-    chosen.insert(ax < 0 ? ax + nd : ax);
+    chosen.insert(detail::check_axis(ax, nd, "median", "axis", "is out of bounds for array with"));
   }
   if (chosen.size() != axes.size()) throw std::invalid_argument("[median] Received duplicate axis.");
-  const Dtype dtype = is_inexact(a.dtype()) ? a.dtype() : promote_types(a.dtype(), float32);
+  const Dtype dtype = detail::at_least_float(a.dtype());
   std::vector<int> perm;
   for (int i = 0; i < nd; ++i) {
     if (!chosen.count(i)) perm.push_back(i);

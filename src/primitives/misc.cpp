@@ -43,15 +43,8 @@ void depends_check(const State&, const std::vector<ArraySpec>& in, const std::ve
 
 namespace primitives {
 void register_misc() {
-  registry::define({.name = "Depends",
-                    .fields = {},
-                    .min_inputs = 1,
-                    .max_inputs = -1,
-                    .num_outputs = -1,
-                    .flags = kNoCSE,
-                    .cpu = depends_cpu,
-                    .shapeless = false,
-                    .check = depends_check});
+  registry::define(detail::row("Depends", {1, -1}, {}, nullptr, depends_cpu,
+                               {.num_outputs = -1, .flags = kNoCSE, .shapeless = false, .check = depends_check}));
 }
 }  // namespace primitives
 

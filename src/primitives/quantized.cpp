@@ -339,18 +339,13 @@ void quantize_cpu(const Node& node, const std::vector<array>& in, std::vector<ar
 }  // namespace
 
 void define_quantize() {
-  registry::define({.name = "Quantize",
-                    .fields = {{"fallback", FieldType::Placeholder},
-                               {"group_size", FieldType::Int},
-                               {"bits", FieldType::Int},
-                               {"mode", FieldType::Int},
-                               {"dequantize", FieldType::Bool}},
-                    .min_inputs = 1,
-                    .max_inputs = 3,
-                    .num_outputs = -1,
-                    .infer = quantize_infer,
-                    .cpu = quantize_cpu,
-                    .check = quantize_check});
+  registry::define(detail::row("Quantize", {1, 3},
+                               {{"fallback", FieldType::Placeholder},
+                                {"group_size", FieldType::Int},
+                                {"bits", FieldType::Int},
+                                {"mode", FieldType::Int},
+                                {"dequantize", FieldType::Bool}},
+                               quantize_infer, quantize_cpu, {.num_outputs = -1, .check = quantize_check}));
 }
 
 }  // namespace quant

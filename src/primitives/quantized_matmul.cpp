@@ -377,27 +377,20 @@ void gather_qmm_cpu(const Node& node, const std::vector<array>& in, std::vector<
 }  // namespace
 
 void define_qmm() {
-  registry::define({.name = "QuantizedMatmul",
-                    .fields = {{"group_size", FieldType::Int},
-                               {"bits", FieldType::Int},
-                               {"mode", FieldType::Int},
-                               {"transpose", FieldType::Bool}},
-                    .min_inputs = 3,
-                    .max_inputs = 4,
-                    .infer = qmm_infer,
-                    .cpu = qmm_cpu});
-  registry::define({.name = "GatherQMM",
-                    .fields = {{"group_size", FieldType::Int},
-                               {"bits", FieldType::Int},
-                               {"mode", FieldType::Int},
-                               {"transpose", FieldType::Bool},
-                               {"left_sorted", FieldType::Bool},
-                               {"right_sorted", FieldType::Bool}},
-                    .min_inputs = 5,
-                    .max_inputs = 6,
-                    .infer = gather_qmm_infer,
-                    .cpu = gather_qmm_cpu,
-                    .shapeless = false});
+  registry::define(detail::row("QuantizedMatmul", {3, 4},
+                               {{"group_size", FieldType::Int},
+                                {"bits", FieldType::Int},
+                                {"mode", FieldType::Int},
+                                {"transpose", FieldType::Bool}},
+                               qmm_infer, qmm_cpu));
+  registry::define(detail::row("GatherQMM", {5, 6},
+                               {{"group_size", FieldType::Int},
+                                {"bits", FieldType::Int},
+                                {"mode", FieldType::Int},
+                                {"transpose", FieldType::Bool},
+                                {"left_sorted", FieldType::Bool},
+                                {"right_sorted", FieldType::Bool}},
+                               gather_qmm_infer, gather_qmm_cpu, {.shapeless = false}));
 }
 
 }  // namespace quant

@@ -113,13 +113,8 @@ std::vector<ArraySpec> random_bits_infer(const State& st, const std::vector<Arra
 
 namespace primitives {
 void register_random() {
-  registry::define({.name = "RandomBits",
-                    .fields = {{"shape", FieldType::ShapeF}, {"width", FieldType::Int}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .infer = random_bits_infer,
-                    .cpu = random_bits_cpu,
-                    .shapeless = false});
+  registry::define(detail::row("RandomBits", 1, {{"shape", FieldType::ShapeF}, {"width", FieldType::Int}},
+                               random_bits_infer, random_bits_cpu, {.shapeless = false}));
 }
 }  // namespace primitives
 

@@ -15,12 +15,7 @@ namespace kiln {
 namespace reduce {
 
 Dtype sum_dtype(Dtype t) {
-  if (t == bool_) return int32;
-  if (is_integral(t)) {
-    if (is_unsigned(t)) return t.size <= 4 ? uint32 : uint64;
-    return t.size <= 4 ? int32 : int64;
-  }
-  return t;
+  return cpu::dispatch_all(t, [](auto tag) { return storage_dtype_of<SumOut<decltype(tag)>>; });
 }
 
 ReducePlan make_plan(const Shape& shape, const Strides& strides, const std::vector<int>& axes) {
@@ -161,39 +156,18 @@ void number_of_elements_cpu(const Node& node, const std::vector<array>& in, std:
 
 namespace primitives {
 void register_reduce() {
-  registry::define({.name = "Reduce",
-                    .fields = {{"type", FieldType::Int}, {"axes", FieldType::IntVec}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .flags = kReduction,
-                    .infer = reduce_infer,
-                    .cpu = reduce_cpu,
-                    .display = [](const State& s) { return std::string(reduce_name(s)); }});
-  registry::define({.name = "ArgReduce",
-                    .fields = {{"type", FieldType::Int}, {"axis", FieldType::Int}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .flags = kReduction,
-                    .infer = arg_reduce_infer,
-                    .cpu = arg_reduce_cpu});
-  registry::define({.name = "LogSumExp",
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .flags = kReduction,
-                    .infer = logsumexp_infer,
-                    .cpu = logsumexp_cpu});
-  registry::define({.name = "Softmax",
-                    .fields = {{"precise", FieldType::Bool}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .infer = softmax_infer,
-                    .cpu = softmax_cpu});
-  registry::define({.name = "NumberOfElements",
-                    .fields = {{"axes", FieldType::IntVec}, {"inverted", FieldType::Bool}, {"dtype", FieldType::DtypeF}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .infer = number_of_elements_infer,
-                    .cpu = number_of_elements_cpu});
+  registry::define(detail::row("Reduce", 1, {{"type", FieldType::Int}, {"axes", FieldType::IntVec}},
+                               reduce_infer, reduce_cpu,
+                               {.flags = kReduction,
+                                .display = [](const State& s) { return std::string(reduce_name(s)); }}));
+  registry::define(detail::row("ArgReduce", 1, {{"type", FieldType::Int}, {"axis", FieldType::Int}},
+                               arg_reduce_infer, arg_reduce_cpu, {.flags = kReduction}));
+  registry::define(detail::row("LogSumExp", 1, {}, logsumexp_infer, logsumexp_cpu, {.flags = kReduction}));
+  registry::define(detail::row("Softmax", 1, {{"precise", FieldType::Bool}}, softmax_infer, softmax_cpu));
+  registry::define(detail::row("NumberOfElements", 1,
+                               {{"axes", FieldType::IntVec},
+                                {"inverted", FieldType::Bool}, {"dtype", FieldType::DtypeF}},
+                               number_of_elements_infer, number_of_elements_cpu));
 }
 }  // namespace primitives
 

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "backend/cpu/dispatch.h"
+#include "backend/cpu/ordering.h"
 #include "backend/cpu/threading.h"
 #include "primitives/reduce.h"
 #include "primitives/reduce_simd.h"
@@ -20,7 +21,9 @@ namespace kiln {
 namespace {
 
 using reduce::Dim;
+using reduce::kept_offset;
 using reduce::ReducePlan;
+using reduce::SumOut;
 
 // ---- element operations. A: accumulator, O: stored output ----
 
@@ -36,15 +39,6 @@ struct BoolOp {
   static O finish(A a) { return a; }
 };
 
-// Sum/Prod output type: small integers widen to 32 bits, bool to int32.
-template <typename T>
-using SumOut = std::conditional_t<
-    std::is_same_v<T, bool>, int32_t,
-    std::conditional_t<std::is_integral_v<T>,
-                       std::conditional_t<(sizeof(T) <= 4),
-                                          std::conditional_t<std::is_signed_v<T>, int32_t, uint32_t>,
-                                          T>,
-                       T>>;
 // Integers accumulate unsigned so overflow wraps without undefined behaviour; half types in float.
 template <typename O, bool = std::is_integral_v<O>>
 struct SumAccOf {
@@ -72,11 +66,7 @@ struct ArithOp {
   static O finish(A a) { return static_cast<O>(a); }
 };
 
-template <typename A>
-inline bool greater(const A& a, const A& b) {
-  if constexpr (cpu::is_complex_v<A>) return a.real() > b.real() || (a.real() == b.real() && a.imag() > b.imag());
-  else return a > b;
-}
+using cpu::ordered_greater;
 
 template <typename A>
 inline bool is_nan(const A& a) {
@@ -111,7 +101,7 @@ struct ExtremeOp {
   static A combine(A a, A b) { return step_a(a, b); }
   static A step_a(A acc, A x) {
     if (is_nan(x)) return nan_result(x);
-    bool take = IsMax ? greater(x, acc) : greater(acc, x);
+    bool take = IsMax ? ordered_greater(x, acc) : ordered_greater(acc, x);
     return take ? x : acc;
   }
   static O finish(A a) { return static_cast<O>(a); }
@@ -200,16 +190,6 @@ void column_block(const typename Op::In* p, const Dim* d, int nd, int64_t s_in, 
     return;
   }
   for (int64_t i = 0; i < d->n; ++i) column_block<Op>(p + i * d->stride, d + 1, nd - 1, s_in, acc, len);
-}
-
-// Input offset of kept-dims row-major index `o` over dims k[0..nk).
-inline int64_t kept_offset(int64_t o, const Dim* k, int nk) {
-  int64_t off = 0;
-  for (int d = nk - 1; d >= 0; --d) {
-    off += (o % k[d].n) * k[d].stride;
-    o /= k[d].n;
-  }
-  return off;
 }
 
 template <class Op>

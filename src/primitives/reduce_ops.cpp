@@ -17,6 +17,7 @@ namespace kiln {
 namespace {
 
 using namespace reduce;
+using detail::at_least_float;
 
 struct ReduceShape {
   Shape out_shape;
@@ -55,8 +56,6 @@ std::vector<int> all_axes(const array& a) {
   std::iota(axes.begin(), axes.end(), 0);
   return axes;
 }
-
-Dtype at_least_float(Dtype t) { return is_inexact(t) ? t : promote_types(t, float32); }
 
 array reduce_node(const array& a, ReduceType type, const ReduceShape& r, Dtype t, StreamOrDevice s) {
   static const PrimitiveDef& d = detail::def("Reduce");
@@ -135,51 +134,22 @@ bool reduces_last_axis(const array& a, const std::vector<int>& axes) {
 
 }  // namespace
 
-// ---- all / any ----
-array all(const array& a, bool keepdims, StreamOrDevice s) { return all(a, all_axes(a), keepdims, s); }
-array all(const array& a, const std::vector<int>& axes, bool keepdims, StreamOrDevice s) {
-  return bool_reduce(a, axes, keepdims, s, And, "all");
-}
-array all(const array& a, int axis, bool keepdims, StreamOrDevice s) {
-  return all(a, std::vector<int>{axis}, keepdims, s);
-}
-array any(const array& a, bool keepdims, StreamOrDevice s) { return any(a, all_axes(a), keepdims, s); }
-array any(const array& a, const std::vector<int>& axes, bool keepdims, StreamOrDevice s) {
-  return bool_reduce(a, axes, keepdims, s, Or, "any");
-}
-array any(const array& a, int axis, bool keepdims, StreamOrDevice s) {
-  return any(a, std::vector<int>{axis}, keepdims, s);
-}
-
-// ---- sum / prod / max / min ----
-array sum(const array& a, bool keepdims, StreamOrDevice s) { return sum(a, all_axes(a), keepdims, s); }
-array sum(const array& a, const std::vector<int>& axes, bool keepdims, StreamOrDevice s) {
-  return sum_like(a, axes, keepdims, s, Sum, "sum");
-}
-array sum(const array& a, int axis, bool keepdims, StreamOrDevice s) {
-  return sum(a, std::vector<int>{axis}, keepdims, s);
-}
-array prod(const array& a, bool keepdims, StreamOrDevice s) { return prod(a, all_axes(a), keepdims, s); }
-array prod(const array& a, const std::vector<int>& axes, bool keepdims, StreamOrDevice s) {
-  return sum_like(a, axes, keepdims, s, Prod, "prod");
-}
-array prod(const array& a, int axis, bool keepdims, StreamOrDevice s) {
-  return prod(a, std::vector<int>{axis}, keepdims, s);
-}
-array max(const array& a, bool keepdims, StreamOrDevice s) { return max(a, all_axes(a), keepdims, s); }
-array max(const array& a, const std::vector<int>& axes, bool keepdims, StreamOrDevice s) {
-  return extreme(a, axes, keepdims, s, Max, "max");
-}
-array max(const array& a, int axis, bool keepdims, StreamOrDevice s) {
-  return max(a, std::vector<int>{axis}, keepdims, s);
-}
-array min(const array& a, bool keepdims, StreamOrDevice s) { return min(a, all_axes(a), keepdims, s); }
-array min(const array& a, const std::vector<int>& axes, bool keepdims, StreamOrDevice s) {
-  return extreme(a, axes, keepdims, s, Min, "min");
-}
-array min(const array& a, int axis, bool keepdims, StreamOrDevice s) {
-  return min(a, std::vector<int>{axis}, keepdims, s);
-}
+// ---- all / any / sum / prod / max / min: each over all axes, a list of axes or one axis ----
+#define KILN_REDUCTION(name, impl, type)                                                                 \
+  array name(const array& a, bool keepdims, StreamOrDevice s) { return name(a, all_axes(a), keepdims, s); } \
+  array name(const array& a, const std::vector<int>& axes, bool keepdims, StreamOrDevice s) {           \
+    return impl(a, axes, keepdims, s, type, #name);                                                      \
+  }                                                                                                      \
+  array name(const array& a, int axis, bool keepdims, StreamOrDevice s) {                                \
+    return name(a, std::vector<int>{axis}, keepdims, s);                                                 \
+  }
+KILN_REDUCTION(all, bool_reduce, And)
+KILN_REDUCTION(any, bool_reduce, Or)
+KILN_REDUCTION(sum, sum_like, Sum)
+KILN_REDUCTION(prod, sum_like, Prod)
+KILN_REDUCTION(max, extreme, Max)
+KILN_REDUCTION(min, extreme, Min)
+#undef KILN_REDUCTION
 
 // ---- argmin / argmax ----
 array argmin(const array& a, bool keepdims, StreamOrDevice s) { return arg_reduce_flat(a, keepdims, s, ArgMin, "argmin"); }
@@ -217,13 +187,7 @@ array number_of_elements(const array& a, std::vector<int> axes, bool inverted, D
 namespace {
 void check_axes_in_range(const array& a, const std::vector<int>& axes, const char* api) {
   const int nd = static_cast<int>(a.ndim());
-  for (int ax : axes) {
-    if (ax < -nd || ax >= nd) {
-      std::ostringstream os;
-      os << "[" << api << "] axis " << ax << " is out of bounds for array with " << nd << " dimensions.";
-      throw std::invalid_argument(os.str());
-    }
-  }
+  for (int ax : axes) detail::check_axis(ax, nd, api, "axis", "is out of bounds for array with");
   reduce_shape(axes, a.shape(), api);  // duplicates
 }
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "backend/cpu/dispatch.h"
 #include "backend/cpu/loops.h"
+#include "backend/cpu/ordering.h"
 #include "backend/cpu/threading.h"
 #include "kiln/ops/reduce.h"
 #include "kiln/ops/shape.h"
@@ -25,11 +26,7 @@ namespace {
 
 using namespace reduce;
 
-template <typename A>
-inline bool less(const A& a, const A& b) {
-  if constexpr (cpu::is_complex_v<A>) return b.real() > a.real() || (b.real() == a.real() && b.imag() > a.imag());
-  else return a < b;
-}
+using cpu::ordered_less;
 
 // Wrapping integer arithmetic (no signed-overflow UB); bool stays logical. Types narrower than int are
 // widened to unsigned int first, since they would otherwise promote to (signed) int.
@@ -56,8 +53,8 @@ inline A logaddexp(A y, A x) {
     if (mn == -std::numeric_limits<A>::infinity() || mx == std::numeric_limits<A>::infinity()) return mx;
     return mx + std::log1p(std::exp(mn - mx));
   } else if constexpr (cpu::is_complex_v<A>) {
-    A mx = less(y, x) ? x : y;
-    A mn = less(y, x) ? y : x;
+    A mx = ordered_less(y, x) ? x : y;
+    A mn = ordered_less(y, x) ? y : x;
     return mx + std::log(A(1.0f) + std::exp(mn - mx));
   } else if constexpr (std::is_same_v<A, bool>) {
     return y || x;  // what MLX 0.30.1 computes for bool
@@ -81,8 +78,8 @@ template <typename A, int Type>
 inline A scan_step(A y, A x) {
   if constexpr (Type == ScanSum) return wrap_add(y, x);
   else if constexpr (Type == ScanProd) return wrap_mul(y, x);
-  else if constexpr (Type == ScanMax) return less(x, y) ? y : x;
-  else if constexpr (Type == ScanMin) return less(x, y) ? x : y;
+  else if constexpr (Type == ScanMax) return ordered_less(x, y) ? y : x;
+  else if constexpr (Type == ScanMin) return ordered_less(x, y) ? x : y;
   else return logaddexp(y, x);
 }
 
@@ -239,13 +236,7 @@ std::string scan_name(const State& s) {
 }
 
 array scan_op(const array& a, int axis, bool reverse, bool inclusive, ScanType type, const char* api, StreamOrDevice s) {
-  const int nd = static_cast<int>(a.ndim());
-  if (axis >= nd || axis < -nd) {
-    std::ostringstream os;
-    os << "[" << api << "] Axis " << axis << " is out of bounds for array with " << nd << " dimensions.";
-    throw std::invalid_argument(os.str());
-  }
-  if (axis < 0) axis += nd;
+  axis = detail::normalize_axis(axis, static_cast<int>(a.ndim()), api);
   static const PrimitiveDef& d = detail::def("Scan");
   return make_array(d, State{static_cast<int32_t>(type), static_cast<int32_t>(axis), reverse, inclusive}, {a},
                     {{a.shape(), scan_dtype(type, a.dtype())}}, to_stream(s));
@@ -255,17 +246,12 @@ array scan_op(const array& a, int axis, bool reverse, bool inclusive, ScanType t
 
 namespace primitives {
 void register_scan() {
-  registry::define({.name = "Scan",
-                    .fields = {{"type", FieldType::Int},
-                               {"axis", FieldType::Int},
-                               {"reverse", FieldType::Bool},
-                               {"inclusive", FieldType::Bool}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .infer = scan_infer,
-                    .cpu = scan_cpu,
-                    .display = scan_name,
-                    .shapeless = false});
+  registry::define(detail::row("Scan", 1,
+                               {{"type", FieldType::Int},
+                                {"axis", FieldType::Int},
+                                {"reverse", FieldType::Bool},
+                                {"inclusive", FieldType::Bool}},
+                               scan_infer, scan_cpu, {.display = scan_name, .shapeless = false}));
 }
 }  // namespace primitives
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "backend/cpu/loops.h"
+#include "backend/cpu/ordering.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/index.h"
 #include "primitives/common.h"
@@ -13,25 +14,7 @@ namespace kiln {
 
 namespace {
 
-template <typename T>
-inline bool nan_v(T v) {
-  if constexpr (cpu::is_complex_v<T>) return std::isnan(v.real()) || std::isnan(v.imag());
-  else if constexpr (cpu::is_float_v<T>) return std::isnan(static_cast<float>(static_cast<cpu::acc_t<T>>(v)));
-  else return false;
-}
-
-template <typename T>
-inline bool nan_less(T a, T b) {
-  if constexpr (cpu::is_float_v<T> || cpu::is_complex_v<T>) {
-    if (nan_v(a)) return false;
-    if (nan_v(b)) return true;
-  }
-  if constexpr (cpu::is_complex_v<T>) {
-    return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
-  } else {
-    return static_cast<cpu::acc_t<T>>(a) < static_cast<cpu::acc_t<T>>(b);
-  }
-}
+using cpu::nan_last_less;
 
 template <typename T, bool Right>
 void search(const T* seq, uint32_t n, const T* v, uint32_t* out, size_t count) {
@@ -41,7 +24,7 @@ void search(const T* seq, uint32_t n, const T* v, uint32_t* out, size_t count) {
       const T x = v[i];
       while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        bool below = Right ? !nan_less(x, seq[mid]) : nan_less(seq[mid], x);
+        bool below = Right ? !nan_last_less(x, seq[mid]) : nan_last_less(seq[mid], x);
         if (below) lo = mid + 1;
         else hi = mid;
       }
@@ -82,12 +65,8 @@ std::vector<ArraySpec> search_sorted_infer(const State&, const std::vector<Array
 namespace primitives {
 // Called from register_sort (the registered families are a fixed list).
 void register_search_sorted() {
-  registry::define({.name = "SearchSorted",
-                    .fields = {{"right", FieldType::Bool}},
-                    .min_inputs = 2,
-                    .max_inputs = 2,
-                    .infer = search_sorted_infer,
-                    .cpu = search_sorted_cpu});
+  registry::define(detail::row("SearchSorted", 2, {{"right", FieldType::Bool}},
+                               search_sorted_infer, search_sorted_cpu));
 }
 }  // namespace primitives
 

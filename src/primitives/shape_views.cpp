@@ -19,7 +19,6 @@ using detail::shape_str;
 
 [[noreturn]] void fail(const std::string& msg) { throw std::invalid_argument(msg); }
 
-std::string join(const std::vector<int>& v) { return shape_str(Shape(v.begin(), v.end())); }
 
 // ---- Reshape (also serves Flatten and Unflatten, whose outputs are reshapes) ----
 
@@ -181,7 +180,7 @@ std::vector<ArraySpec> squeeze_infer(const State& st, const std::vector<ArraySpe
     }
   }
   if (j != axes.size()) {
-    fail("[squeeze] Invalid axes " + join(axes) + " for array with " + std::to_string(s.size()) + " dimensions.");
+    fail("[squeeze] Invalid axes " + shape_str(axes) + " for array with " + std::to_string(s.size()) + " dimensions.");
   }
   return {{out, in[0].dtype}};
 }
@@ -243,18 +242,14 @@ const PrimitiveDef& def_of(const char* name) { return detail::def(name); }
 namespace primitives {
 void register_shape_views() {
   const Field ints{"axes", FieldType::IntVec};
-  registry::define({.name = "Reshape", .fields = {{"shape", FieldType::ShapeF}}, .min_inputs = 1, .max_inputs = 1,
-                    .infer = reshape_infer, .cpu = reshape_cpu});
-  registry::define({.name = "Transpose", .fields = {ints}, .min_inputs = 1, .max_inputs = 1,
-                    .infer = transpose_infer, .cpu = transpose_cpu});
-  registry::define({.name = "ExpandDims", .fields = {ints}, .min_inputs = 1, .max_inputs = 1,
-                    .infer = expand_dims_infer, .cpu = expand_dims_cpu});
-  registry::define({.name = "Squeeze", .fields = {ints}, .min_inputs = 1, .max_inputs = 1,
-                    .infer = squeeze_infer, .cpu = squeeze_cpu});
-  registry::define({.name = "Flatten", .fields = {{"start_axis", FieldType::Int}, {"end_axis", FieldType::Int}},
-                    .min_inputs = 1, .max_inputs = 1, .infer = flatten_infer, .cpu = reshape_cpu});
-  registry::define({.name = "Unflatten", .fields = {{"axis", FieldType::Int}, {"shape", FieldType::ShapeF}},
-                    .min_inputs = 1, .max_inputs = 1, .infer = unflatten_infer, .cpu = reshape_cpu});
+  registry::define(detail::row("Reshape", 1, {{"shape", FieldType::ShapeF}}, reshape_infer, reshape_cpu));
+  registry::define(detail::row("Transpose", 1, {ints}, transpose_infer, transpose_cpu));
+  registry::define(detail::row("ExpandDims", 1, {ints}, expand_dims_infer, expand_dims_cpu));
+  registry::define(detail::row("Squeeze", 1, {ints}, squeeze_infer, squeeze_cpu));
+  registry::define(detail::row("Flatten", 1, {{"start_axis", FieldType::Int}, {"end_axis", FieldType::Int}},
+                               flatten_infer, reshape_cpu));
+  registry::define(detail::row("Unflatten", 1, {{"axis", FieldType::Int}, {"shape", FieldType::ShapeF}},
+                               unflatten_infer, reshape_cpu));
 }
 }  // namespace primitives
 
@@ -401,12 +396,7 @@ array transpose(const array& a, StreamOrDevice s) {
 
 namespace {
 int check_axis(const array& a, int ax, const char* api) {
-  const int nd = static_cast<int>(a.ndim());
-  if (ax < -nd || ax >= nd) {
-    fail(std::string("[") + api + "] Invalid axis " + std::to_string(ax) + " for array with " + std::to_string(nd) +
-         " dimensions.");
-  }
-  return ax < 0 ? ax + nd : ax;
+  return detail::check_axis(ax, static_cast<int>(a.ndim()), api, "Invalid axis", "for array with");
 }
 }  // namespace
 

@@ -351,18 +351,15 @@ namespace primitives {
 void register_slicing() {
   const std::vector<Field> slice_fields{
       {"start", FieldType::ShapeF}, {"stop", FieldType::ShapeF}, {"strides", FieldType::ShapeF}};
-  registry::define({.name = "Slice", .fields = slice_fields, .min_inputs = 1, .max_inputs = 1,
-                    .infer = slice_infer, .cpu = slice_cpu, .shapeless = false,
-                    .check = slice_check});
-  registry::define({.name = "SliceUpdate", .fields = slice_fields, .min_inputs = 2, .max_inputs = 2,
-                    .infer = slice_update_infer, .cpu = slice_update_cpu});
-  registry::define({.name = "DynamicSlice", .fields = {{"axes", FieldType::IntVec}, {"slice_size", FieldType::ShapeF}},
-                    .min_inputs = 2, .max_inputs = 2, .infer = dynamic_slice_infer, .cpu = dynamic_slice_cpu});
-  registry::define({.name = "DynamicSliceUpdate", .fields = {{"axes", FieldType::IntVec}}, .min_inputs = 3,
-                    .max_inputs = 3, .infer = dynamic_slice_update_infer, .cpu = dynamic_slice_update_cpu});
-  registry::define({.name = "Split", .fields = {{"indices", FieldType::ShapeF}, {"axis", FieldType::Int}},
-                    .min_inputs = 1, .max_inputs = 1, .num_outputs = -1, .infer = split_infer, .cpu = split_cpu,
-                    .shapeless = false});
+  registry::define(detail::row("Slice", 1, slice_fields, slice_infer, slice_cpu,
+                               {.shapeless = false, .check = slice_check}));
+  registry::define(detail::row("SliceUpdate", 2, slice_fields, slice_update_infer, slice_update_cpu));
+  registry::define(detail::row("DynamicSlice", 2, {{"axes", FieldType::IntVec}, {"slice_size", FieldType::ShapeF}},
+                               dynamic_slice_infer, dynamic_slice_cpu));
+  registry::define(detail::row("DynamicSliceUpdate", 3, {{"axes", FieldType::IntVec}},
+                               dynamic_slice_update_infer, dynamic_slice_update_cpu));
+  registry::define(detail::row("Split", 1, {{"indices", FieldType::ShapeF}, {"axis", FieldType::Int}},
+                               split_infer, split_cpu, {.num_outputs = -1, .shapeless = false}));
 }
 }  // namespace primitives
 

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "backend/cpu/loops.h"
+#include "backend/cpu/ordering.h"
 #include "kiln/ops/index.h"
 #include "kiln/ops/shape.h"
 #include "primitives/common.h"
@@ -18,32 +19,10 @@ namespace {
 
 [[noreturn]] void fail(const std::string& msg) { throw std::invalid_argument(msg); }
 
-// ---- comparison: NaN last; complex ordered by real then imaginary part ----
-template <typename T>
-inline bool is_nan_v(T v) {
-  if constexpr (cpu::is_complex_v<T>) return std::isnan(v.real()) || std::isnan(v.imag());
-  else if constexpr (cpu::is_float_v<T>) return std::isnan(static_cast<float>(static_cast<cpu::acc_t<T>>(v)));
-  else return false;
-}
-
-template <typename T>
-inline bool less_than(T a, T b) {
-  if constexpr (cpu::is_complex_v<T>) {
-    return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
-  } else {
-    return static_cast<cpu::acc_t<T>>(a) < static_cast<cpu::acc_t<T>>(b);
-  }
-}
-
+// ---- comparison: NaN last; complex ordered by real then imaginary part (backend/cpu/ordering.h) ----
 template <typename T>
 struct NanLess {
-  bool operator()(T a, T b) const {
-    if constexpr (cpu::is_float_v<T> || cpu::is_complex_v<T>) {
-      if (is_nan_v(a)) return false;
-      if (is_nan_v(b)) return true;
-    }
-    return less_than(a, b);
-  }
+  bool operator()(T a, T b) const { return cpu::nan_last_less(a, b); }
 };
 
 // (value, position) pairs for the arg variants: ties go to the lower position.
@@ -163,12 +142,7 @@ void argpartition_cpu(const Node& node, const std::vector<array>& in, std::vecto
 
 // ---- output rules (validate files: the axis may be negative for Sort/ArgSort at 0.30.1) ----
 int check_axis(int axis, const ArraySpec& a, const char* api) {
-  const int nd = static_cast<int>(a.shape.size());
-  if (axis < -nd || axis >= nd) {
-    fail(std::string("[") + api + "] Received invalid axis " + std::to_string(axis) + " for array with " +
-         std::to_string(nd) + " dimensions.");
-  }
-  return norm_axis(axis, nd);
+  return detail::check_axis(axis, static_cast<int>(a.shape.size()), api, "Received invalid axis", "for array with");
 }
 
 std::vector<ArraySpec> sort_infer(const State& st, const std::vector<ArraySpec>& in) {
@@ -202,30 +176,12 @@ void register_search_sorted();  // search_sorted.cpp
 
 void register_sort() {
   register_search_sorted();
-  registry::define({.name = "Sort",
-                    .fields = {{"axis", FieldType::Int}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .infer = sort_infer,
-                    .cpu = sort_cpu});
-  registry::define({.name = "ArgSort",
-                    .fields = {{"axis", FieldType::Int}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .infer = argsort_infer,
-                    .cpu = argsort_cpu});
-  registry::define({.name = "Partition",
-                    .fields = {{"kth", FieldType::Int}, {"axis", FieldType::Int}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .infer = partition_infer,
-                    .cpu = partition_cpu});
-  registry::define({.name = "ArgPartition",
-                    .fields = {{"kth", FieldType::Int}, {"axis", FieldType::Int}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .infer = argpartition_infer,
-                    .cpu = argpartition_cpu});
+  registry::define(detail::row("Sort", 1, {{"axis", FieldType::Int}}, sort_infer, sort_cpu));
+  registry::define(detail::row("ArgSort", 1, {{"axis", FieldType::Int}}, argsort_infer, argsort_cpu));
+  registry::define(detail::row("Partition", 1, {{"kth", FieldType::Int}, {"axis", FieldType::Int}},
+                               partition_infer, partition_cpu));
+  registry::define(detail::row("ArgPartition", 1, {{"kth", FieldType::Int}, {"axis", FieldType::Int}},
+                               argpartition_infer, argpartition_cpu));
 }
 }  // namespace primitives
 

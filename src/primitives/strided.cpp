@@ -77,15 +77,14 @@ const PrimitiveDef& def_of(const char* name) { return detail::def(name); }
 
 namespace primitives {
 void register_strided() {
-  registry::define({.name = "AsStrided",
-                    .fields = {{"shape", FieldType::ShapeF}, {"strides", FieldType::StridesF},
-                               {"offset", FieldType::Size}},
-                    .min_inputs = 1, .max_inputs = 1, .infer = as_strided_infer, .cpu = as_strided_cpu,
-                    .shapeless = false});
+  registry::define(detail::row("AsStrided", 1,
+                               {{"shape", FieldType::ShapeF}, {"strides", FieldType::StridesF},
+                                {"offset", FieldType::Size}},
+                               as_strided_infer, as_strided_cpu, {.shapeless = false}));
   // kNoOp: an export drops it (it changes the layout, never the values), so kiln exports contiguous()
   // where MLX 0.30.1 refuses it, and the file stays readable by MLX.
-  registry::define({.name = "Contiguous", .fields = {{"allow_col_major", FieldType::Bool}}, .min_inputs = 1,
-                    .max_inputs = 1, .flags = kNotSerializable | kNoOp, .infer = same_infer, .cpu = contiguous_cpu});
+  registry::define(detail::row("Contiguous", 1, {{"allow_col_major", FieldType::Bool}}, same_infer, contiguous_cpu,
+                               {.flags = kNotSerializable | kNoOp}));
 }
 }  // namespace primitives
 

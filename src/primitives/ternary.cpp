@@ -67,13 +67,7 @@ void select_cpu(const Node&, const std::vector<array>& in, std::vector<array>& o
 
 namespace ew {
 void register_ternary() {
-  registry::define({.name = "Select",
-                    .fields = {},
-                    .min_inputs = 3,
-                    .max_inputs = 3,
-                    .flags = kElementwise,
-                    .infer = select_infer,
-                    .cpu = select_cpu});
+  registry::define(detail::row("Select", 3, {}, select_infer, select_cpu, {.flags = kElementwise}));
 }
 }  // namespace ew
 

@@ -282,25 +282,14 @@ void view_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out
 namespace primitives {
 void register_unary() {
   const unsigned U = kUnary | kElementwise;
-  registry::define({.name = "AsType",
-                    .fields = {{"dtype", FieldType::DtypeF}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .flags = U,
-                    .infer = astype_infer,
-                    .cpu = astype_cpu});
-  registry::define({.name = "View",
-                    .fields = {{"dtype", FieldType::DtypeF}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .flags = kUnary,
-                    .infer = view_infer,
-                    .cpu = view_cpu,
-                    .display = [](const State& s) { return "View " + dtype_name(s.get<Dtype>(0)); },
-                    .shapeless = false});
+  registry::define(detail::row("AsType", 1, {{"dtype", FieldType::DtypeF}}, astype_infer, astype_cpu, {.flags = U}));
+  registry::define(detail::row("View", 1, {{"dtype", FieldType::DtypeF}},
+                               view_infer, view_cpu,
+                               {.flags = kUnary,
+                                .display = [](const State& s) { return "View " + dtype_name(s.get<Dtype>(0)); },
+                                .shapeless = false}));
   auto simple = [&](const char* name, InferFn infer, CpuFn cpu, unsigned extra = 0) {
-    registry::define(
-        {.name = name, .fields = {}, .min_inputs = 1, .max_inputs = 1, .flags = U | extra, .infer = infer, .cpu = cpu});
+    registry::define(detail::row(name, 1, {}, infer, cpu, {.flags = U | extra}));
   };
   simple("Copy", same_infer, share_cpu, kNoOp);
   simple("StopGradient", same_infer, share_cpu, kNoOp);

@@ -186,13 +186,7 @@ namespace ew {
 void register_unary_math() {
   const unsigned U = kUnary | kElementwise;
   auto fp = [&](const char* name, CpuFn cpu, unsigned extra = 0) {
-    registry::define({.name = name,
-                      .fields = {},
-                      .min_inputs = 1,
-                      .max_inputs = 1,
-                      .flags = U | extra,
-                      .infer = inexact_unary_infer,
-                      .cpu = cpu});
+    registry::define(detail::row(name, 1, {}, inexact_unary_infer, cpu, {.flags = U | extra}));
   };
   fp("Exp", fp_cpu<ExpOp>);
   fp("Expm1", fp_cpu<Expm1Op>, kNoCSE);
@@ -211,33 +205,17 @@ void register_unary_math() {
   fp("ArcTanh", fp_cpu<ArcTanhOp>);
   fp("Sigmoid", fp_cpu<SigmoidOp>);
   for (const char* name : {"Erf", "ErfInv"}) {
-    registry::define({.name = name,
-                      .fields = {},
-                      .min_inputs = 1,
-                      .max_inputs = 1,
-                      .flags = U,
-                      .infer = float_unary_infer,
-                      .cpu = std::string(name) == "Erf" ? fp_cpu<ErfOp, false> : real_fp_cpu<ErfInvOp>});
+    const CpuFn cpu = std::string(name) == "Erf" ? fp_cpu<ErfOp, false> : real_fp_cpu<ErfInvOp>;
+    registry::define(detail::row(name, 1, {}, float_unary_infer, cpu, {.flags = U}));
   }
-  registry::define({.name = "Log",
-                    .fields = {{"base", FieldType::Int}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .flags = U,
-                    .infer = log_infer,
-                    .cpu = log_cpu,
-                    .display = [](const State& s) -> std::string {
-                      int b = s.i(0);
-                      return b == 0 ? "Log2" : (b == 1 ? "Log10" : "Log");
-                    }});
-  registry::define({.name = "Sqrt",
-                    .fields = {{"recip", FieldType::Bool}},
-                    .min_inputs = 1,
-                    .max_inputs = 1,
-                    .flags = U,
-                    .infer = inexact_unary_infer,
-                    .cpu = sqrt_cpu,
-                    .display = [](const State& s) -> std::string { return s.b(0) ? "Rsqrt" : "Sqrt"; }});
+  registry::define(detail::row("Log", 1, {{"base", FieldType::Int}}, log_infer, log_cpu,
+                               {.flags = U, .display = [](const State& s) -> std::string {
+                                  int b = s.i(0);
+                                  return b == 0 ? "Log2" : (b == 1 ? "Log10" : "Log");
+                                }}));
+  registry::define(detail::row("Sqrt", 1, {{"recip", FieldType::Bool}}, inexact_unary_infer, sqrt_cpu,
+                               {.flags = U,
+                                .display = [](const State& s) -> std::string { return s.b(0) ? "Rsqrt" : "Sqrt"; }}));
 }
 
 }  // namespace ew

@@ -10,7 +10,7 @@ namespace kiln {
 
 namespace {
 
-using ew::at_least_float;
+using detail::at_least_float;
 
 // A unary primitive whose output has the input's shape and dtype.
 array unary_same(const char* prim, const array& a, StreamOrDevice s, State st = {}) {

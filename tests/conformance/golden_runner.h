@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kiln/kiln.h"
+#include "unit/test_util.h"
 
 namespace kiln_golden {
 
@@ -53,15 +54,8 @@ inline void call_inputs(const nlohmann::json& call, const fs::path& root, kiln::
 // Compare one output; returns an empty string when it matches.
 inline std::string compare(kiln::array got, kiln::array want, const nlohmann::json& c, bool abs_out) {
   namespace mx = kiln;
+  if (std::string mismatch = test_util::shape_dtype_mismatch(got, want); !mismatch.empty()) return mismatch;
   std::ostringstream why;
-  if (got.shape() != want.shape()) {
-    why << "shape " << got.shape() << " != expected " << want.shape();
-    return why.str();
-  }
-  if (got.dtype() != want.dtype()) {
-    why << "dtype " << got.dtype() << " != expected " << want.dtype();
-    return why.str();
-  }
   if (c["exact"].get<bool>()) {
     mx::array g = mx::contiguous(got);
     mx::eval(g);

@@ -7,6 +7,8 @@
 
 #include "kiln/kiln.h"
 
+#include "unit/test_util.h"
+
 namespace mx = kiln;
 using ::testing::HasSubstr;
 
@@ -54,14 +56,7 @@ const std::vector<EinsumCase> kEinsum = {
     {"ba", {{2, 3}}, {3, 2}, {-1, -1.5, 2.5, 2, 0.5, 0}},
 };
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+std::string error_of(const std::function<void()>& f) { return test_util::message_of(f, "(no error)"); }
 
 }  // namespace
 

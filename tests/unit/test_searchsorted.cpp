@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "unit/test_util.h"
+
 namespace mx = kiln;
 using ::testing::HasSubstr;
 
@@ -23,14 +25,7 @@ std::vector<uint32_t> u32(mx::array a) {
   return std::vector<uint32_t>(p, p + a.size());
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+std::string error_of(const std::function<void()>& f) { return test_util::message_of(f, "(no error)"); }
 
 TEST(SearchSorted, LeftRightEveryDtype) {
   // MLX 0.32.4: seq [0,1,1,3,7,7,9], values [[-1,1,8],[7,10,3]] (unsigned and bool wrap or clamp first).

@@ -12,92 +12,13 @@
 #include <kiln/export.h>
 #include <kiln/kiln.h>
 
+#include "unit/test_util.h"
+
 namespace mx = kiln;
 
 namespace {
 
-std::string fmt_double(double d) {
-  char buf[64];
-  auto r = std::to_chars(buf, buf + sizeof(buf), d);
-  std::string s(buf, r.ptr);
-  if (s.find_first_of(".en") == std::string::npos) s += ".0";
-  return s;
-}
-
-std::string fmt_value(const mx::Value& v) {
-  std::ostringstream os;
-  std::visit(
-      [&](const auto& x) {
-        using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, bool>) {
-          os << (x ? "T" : "F");
-        } else if constexpr (std::is_same_v<T, int32_t> || std::is_same_v<T, uint64_t>) {
-          os << x;
-        } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-          os << fmt_double(x);
-        } else if constexpr (std::is_same_v<T, std::vector<int32_t>> || std::is_same_v<T, std::vector<int64_t>> ||
-                             std::is_same_v<T, std::vector<uint64_t>>) {
-          os << "[";
-          for (size_t i = 0; i < x.size(); ++i) os << (i ? "," : "") << x[i];
-          os << "]";
-        } else {
-          os << "?";
-        }
-      },
-      v);
-  return os.str();
-}
-
-std::string fmt_shape(const mx::Shape& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? "x" : "") + std::to_string(s[i]);
-  return out;
-}
-
-using IO = std::vector<std::tuple<std::string, mx::Shape, mx::Dtype>>;
-std::string fmt_io(const IO& l) {
-  std::string out = "[";
-  for (size_t i = 0; i < l.size(); ++i) {
-    out += (i ? " " : "") + std::get<0>(l[i]) + ":" + fmt_shape(std::get<1>(l[i])) + ":" +
-           mx::dtype_name(std::get<2>(l[i]));
-  }
-  return out + "]";
-}
-
-// The callback events of exporting `f` on `args`, one line each, in MLX's Python callback format.
-std::string events(const mx::ArgsFn& f, const mx::Args& args, bool shapeless) {
-  std::vector<std::string> lines;
-  auto cb = [&](const mx::ExportCallbackInput& e) {
-    const auto& type = std::get<std::string>(e.at("type"));
-    if (type == "inputs") {
-      lines.push_back("in " + fmt_io(std::get<IO>(e.at("inputs"))));
-    } else if (type == "outputs") {
-      lines.push_back("out " + fmt_io(std::get<IO>(e.at("outputs"))));
-    } else if (type == "constants") {
-      std::string s = "const [";
-      const auto& c = std::get<std::vector<std::pair<std::string, mx::array>>>(e.at("constants"));
-      for (size_t i = 0; i < c.size(); ++i) {
-        s += (i ? " " : "") + c[i].first + ":" + fmt_shape(c[i].second.shape()) + ":" +
-             mx::dtype_name(c[i].second.dtype());
-      }
-      lines.push_back(s + "]");
-    } else if (type == "primitive") {
-      std::string s = std::get<std::string>(e.at("name")) + " [";
-      bool first = true;
-      for (auto& v : std::get<std::vector<mx::StateT>>(e.at("arguments"))) {
-        if (std::holds_alternative<mx::Dtype>(v)) continue;  // MLX 0.30.1's callback drops dtypes
-        s += (first ? "" : ",") + fmt_value(v);
-        first = false;
-      }
-      s += "] " + fmt_io(std::get<IO>(e.at("inputs"))) + " -> " + fmt_io(std::get<IO>(e.at("outputs")));
-      lines.push_back(s);
-    }
-  };
-  mx::export_function(cb, f, args, shapeless);
-  std::string out;
-  for (size_t i = 0; i < lines.size(); ++i) out += (i ? "\n" : "") + lines[i];
-  return out;
-}
+using test_util::events;
 
 struct Case {
   const char* name;

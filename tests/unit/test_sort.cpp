@@ -14,38 +14,15 @@
 #include <random>
 #include <sstream>
 
+#include "unit/test_util.h"
+
 namespace mx = kiln;
 using ::testing::HasSubstr;
 
 namespace {
 
-template <typename T>
-std::vector<T> vals(mx::array a) {
-  a.eval();
-  std::vector<T> out(a.size());
-  const char* base = static_cast<const char*>(a.buffer() ? a.buffer()->ptr : nullptr);
-  const size_t isz = a.itemsize();
-  std::vector<int> idx(a.ndim(), 0);
-  for (size_t i = 0; i < a.size(); ++i) {
-    int64_t off = a.offset();
-    for (size_t d = 0; d < a.ndim(); ++d) off += idx[d] * a.strides()[d];
-    mx::convert_values(base + off * isz, a.dtype(), &out[i], mx::storage_dtype_of<T>, 1);
-    for (int d = static_cast<int>(a.ndim()) - 1; d >= 0; --d) {
-      if (++idx[d] < a.shape()[d]) break;
-      idx[d] = 0;
-    }
-  }
-  return out;
-}
-
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "<no exception>";
-}
+using test_util::message_of;
+using test_util::vals;
 
 // Minimal .npy reader (little-endian, C order) for the golden cases.
 mx::array load_npy(const std::string& rel, mx::Dtype dt) {

@@ -29,6 +29,7 @@
 #include "kiln/kiln.h"
 #include "kiln/primitive.h"
 #include "unit/sweep_ops.h"
+#include "unit/test_util.h"
 
 namespace {
 
@@ -359,15 +360,8 @@ std::pair<double, double> tolerance(mx::Dtype t) {
 }
 
 std::string compare(const mx::array& got, const mx::array& want, bool exact, double tol) {
+  if (std::string mismatch = test_util::shape_dtype_mismatch(got, want); !mismatch.empty()) return mismatch;
   std::ostringstream why;
-  if (got.shape() != want.shape()) {
-    why << "shape " << got.shape() << " != expected " << want.shape();
-    return why.str();
-  }
-  if (got.dtype() != want.dtype()) {
-    why << "dtype " << got.dtype() << " != expected " << want.dtype();
-    return why.str();
-  }
   if (got.size() == 0) return "";
   if (got.dtype() == mx::bool_) {
     // By truth value: a bool made by view() holds the source's raw bytes (MLX's writer stores them as 1).

@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
+# ccache keys on paths relative to the checkout, so every build here (and a clone elsewhere) shares it.
+export CCACHE_BASEDIR="$ROOT"
 ./scripts/setup.sh
 BUILD_DIR="${BUILD_DIR:-build}"
 cd "$BUILD_DIR"

@@ -19,6 +19,9 @@ rm -rf "$VENV" "$BUILD_DIR/wheel"
 # Real MLX is optional: the tests that compare with it report skipped, with the reason, without it.
 "$VENV/bin/python" -m pip install -q "mlx[cpu]==0.30.1" ||
   echo "[python] mlx[cpu]==0.30.1 could not be installed: the MLX comparison tests will be skipped"
+# The reference safetensors implementation, for the interop test of .safetensors files.
+"$VENV/bin/python" -m pip install -q safetensors ||
+  echo "[python] safetensors could not be installed: its interop test will be skipped"
 echo "[python] building the wheel (pip wheel .)"
 "$VENV/bin/python" -m pip wheel -q . --no-build-isolation --no-deps -w "$BUILD_DIR/wheel"
 "$VENV/bin/python" -m pip install -q --no-deps "$BUILD_DIR"/wheel/kiln-*.whl
@@ -57,6 +60,7 @@ if [ -n "$PY312" ] && [ -n "$PY313" ] && [ "${KILN_SKIP_ABI3:-0}" != 1 ]; then
   "$PY313" -m venv "$BUILD_DIR/pyvenv313"
   "$BUILD_DIR/pyvenv313/bin/python" -m pip install -q --upgrade pip
   "$BUILD_DIR/pyvenv313/bin/python" -m pip install -q pytest numpy "$BUILD_DIR"/wheel-abi3/kiln-*.whl
+  "$BUILD_DIR/pyvenv313/bin/python" -m pip install -q safetensors || true
   "$BUILD_DIR/pyvenv313/bin/python" -m pip install -q "mlx[cpu]==0.30.1" ||
     echo "[python] mlx[cpu]==0.30.1 could not be installed for 3.13: the MLX comparison tests will be skipped"
   V313="$(cd "$BUILD_DIR/pyvenv313" && pwd)"

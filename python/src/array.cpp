@@ -395,28 +395,13 @@ void init_array(nb::module_& m) {
   init_indexing(cls);
   init_array_methods(cls);
 
+  // (the arguments are themselves a tuple: one tree)
   m.def(
-      "eval",
-      [](nb::args args) {
-        std::vector<array> outs;
-        for (nb::handle h : args) {
-          auto leaves = tree_flatten(h, false, "eval");
-          outs.insert(outs.end(), leaves.begin(), leaves.end());
-        }
-        eval_nogil(std::move(outs));
-      },
-      "args"_a, "Evaluate arrays, or trees (lists, tuples, dicts) of arrays; other leaves are ignored.");
+      "eval", [](nb::args args) { eval_nogil(tree_flatten(args, false, "eval")); }, "args"_a,
+      "Evaluate arrays, or trees (lists, tuples, dicts) of arrays; other leaves are ignored.");
   m.def(
-      "async_eval",
-      [](nb::args args) {
-        std::vector<array> outs;
-        for (nb::handle h : args) {
-          auto leaves = tree_flatten(h, false, "async_eval");
-          outs.insert(outs.end(), leaves.begin(), leaves.end());
-        }
-        eval_nogil(std::move(outs));
-      },
-      "args"_a, "Evaluate arrays or trees of arrays (kiln finishes before returning).");
+      "async_eval", [](nb::args args) { eval_nogil(tree_flatten(args, false, "async_eval")); }, "args"_a,
+      "Evaluate arrays or trees of arrays (kiln finishes before returning).");
 }
 
 }  // namespace kiln::py

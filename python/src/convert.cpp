@@ -153,6 +153,19 @@ array from_ndarray(const ROArray& nd, std::optional<Dtype> dtype, const char* ap
   return a;
 }
 
+// A Python complex as complex64.
+complex64_t complex_of(PyObject* p) {
+  return {static_cast<float>(PyComplex_RealAsDouble(p)), static_cast<float>(PyComplex_ImagAsDouble(p))};
+}
+
+// A Python int above int64's range as uint64 when it fits (nullopt otherwise).
+std::optional<uint64_t> big_uint64(PyObject* p) {
+  unsigned long long u = PyLong_AsUnsignedLongLong(p);
+  if (!PyErr_Occurred()) return static_cast<uint64_t>(u);
+  PyErr_Clear();
+  return std::nullopt;
+}
+
 enum class Kind { Bool = 0, Int = 1, Float = 2, Complex = 3 };
 
 struct ListScan {
@@ -254,7 +267,7 @@ void fill_list(nb::handle obj, Dtype dtype, char*& dst, const char* api) {
       double v = PyFloat_AsDouble(p);
       convert_values(&v, float64, dst, dtype, 1);
     } else {
-      complex64_t v(static_cast<float>(PyComplex_RealAsDouble(p)), static_cast<float>(PyComplex_ImagAsDouble(p)));
+      complex64_t v = complex_of(p);
       convert_values(&v, complex64, dst, dtype, 1);
     }
     dst += dtype.size;
@@ -295,9 +308,7 @@ array python_scalar(nb::handle obj, std::optional<Dtype> dtype) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(p, &overflow);
     if (overflow > 0 && dtype == uint64) {
-      unsigned long long u = PyLong_AsUnsignedLongLong(p);
-      if (!PyErr_Occurred()) return array(static_cast<uint64_t>(u), uint64);
-      PyErr_Clear();
+      if (auto u = big_uint64(p)) return array(*u, uint64);
       throw std::invalid_argument("Converting " + std::string(nb::str(obj).c_str()) +
                                   " to uint64 would result in overflow.");
     }
@@ -311,8 +322,7 @@ array python_scalar(nb::handle obj, std::optional<Dtype> dtype) {
     return fits32 ? array(static_cast<int32_t>(v)) : array(static_cast<int64_t>(v));
   }
   if (PyFloat_Check(p)) return array(PyFloat_AsDouble(p), dtype.value_or(float32));
-  complex64_t v(static_cast<float>(PyComplex_RealAsDouble(p)), static_cast<float>(PyComplex_ImagAsDouble(p)));
-  return array(v, dtype.value_or(complex64));
+  return array(complex_of(p), dtype.value_or(complex64));
 }
 
 }  // namespace
@@ -358,9 +368,7 @@ array scalar_to_array(nb::handle scalar, Dtype dtype) {
         ok = v >= lo && v <= hi;
       }
     } else if (dtype == uint64 && overflow > 0) {  // too large for int64: it may still fit uint64
-      unsigned long long u = PyLong_AsUnsignedLongLong(p);
-      if (!PyErr_Occurred()) return array(static_cast<uint64_t>(u), uint64);
-      PyErr_Clear();
+      if (auto u = big_uint64(p)) return array(*u, uint64);
     }
     if (!ok) {
       throw std::invalid_argument("Converting " + std::string(nb::str(scalar).c_str()) + " to " +

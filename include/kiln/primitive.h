@@ -1,7 +1,8 @@
-// kiln: the primitive registry. Each primitive is declared once, as a PrimitiveDef row: its canonical
-// serialized name, its state schema (on-disk field order = schema order), arity, flags, output rule
-// and CPU kernel. The codec, printing, CSE equality, callback events, validation and shapeless replay
-// are all derived from that row.
+// kiln: the primitive registry. Each primitive is declared once, as a PrimitiveDef row: what is true of
+// it on every device (its canonical serialized name, its state schema in on-disk field order, arity,
+// flags, output rule, check). The codec, printing, CSE equality, callback events, validation and
+// shapeless replay are all derived from that row. Kernels are not part of the row: each backend keeps
+// its own table keyed by the row (src/core/kernels.h).
 #pragma once
 
 #include <array>
@@ -81,7 +82,9 @@ struct Node {
 };
 
 using InferFn = std::vector<ArraySpec> (*)(const State&, const std::vector<ArraySpec>& inputs);
-using CpuFn = void (*)(const Node& node, const std::vector<array>& inputs, std::vector<array>& outputs);
+// A backend's implementation of one primitive: writes every output of `node` from its evaluated inputs.
+using KernelFn = void (*)(const Node& node, const std::vector<array>& inputs, std::vector<array>& outputs);
+using CpuFn = KernelFn;  // transitional (issue 11): rows still naming a kernel
 using NameFn = std::string (*)(const State&);
 // Validates recorded output specs (throws std::invalid_argument when they are impossible).
 using CheckFn = void (*)(const State&, const std::vector<ArraySpec>& inputs, const std::vector<ArraySpec>& outputs);
@@ -104,13 +107,14 @@ struct PrimitiveDef {
   int num_outputs = 1;             // -1: decided per node (Split, Depends, SVD, ...)
   unsigned flags = 0;
   InferFn infer = nullptr;         // output shapes and dtypes from the inputs and state; null: from the record
-  CpuFn cpu = nullptr;             // null: evaluation raises "not implemented" naming the primitive
+  CpuFn cpu = nullptr;             // transitional (issue 11): copied into the CPU table when it has no entry
   NameFn display = nullptr;        // MLX's display name (e.g. "Sum" for Reduce type 2); null: `name`
   bool shapeless = true;           // whether MLX 0.30.1 can re-infer shapes (column SL of the spec)
   // Set where `infer` cannot always reproduce what MLX recorded (Slice: MLX forces a stride to 1 where
   // the output has one element, so the state alone is ambiguous). A reader validating a record should
   // call this instead of comparing the record with `infer`.
   CheckFn check = nullptr;
+  size_t index = 0;                // position in the registry (set by registry::define); kernel tables key on it
 
   std::string display_name(const State& s) const { return display ? display(s) : name; }
 };

@@ -5,7 +5,7 @@
 #include <new>
 #include <sstream>
 
-#include "backend/cpu/dispatch.h"
+#include "core/dispatch.h"
 #include "kiln/primitive.h"
 
 namespace kiln {
@@ -227,16 +227,16 @@ std::vector<array> array::siblings() const {
 }
 
 void convert_values(const void* src, Dtype src_type, void* dst, Dtype dst_type, size_t n) {
-  cpu::dispatch_all(src_type, [&](auto s) {
+  detail::dispatch_all(src_type, [&](auto s) {
     using S = decltype(s);
-    cpu::dispatch_all(dst_type, [&](auto t) {
+    detail::dispatch_all(dst_type, [&](auto t) {
       using T = decltype(t);
       const S* in = static_cast<const S*>(src);
       T* out = static_cast<T*>(dst);
       if constexpr (std::is_same_v<S, T>) {
         if (n) std::memcpy(out, in, n * sizeof(T));  // an empty vector's data() may be null (UB for memcpy)
       } else {
-        for (size_t i = 0; i < n; ++i) out[i] = cpu::cast_to<T>(in[i]);
+        for (size_t i = 0; i < n; ++i) out[i] = detail::cast_to<T>(in[i]);
       }
     });
   });
@@ -252,9 +252,9 @@ void print_value(std::ostream& os, T v) {
     os << (v ? "true" : "false");
   } else if constexpr (std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>) {
     os << static_cast<int>(v);
-  } else if constexpr (cpu::is_complex_v<T>) {
+  } else if constexpr (detail::is_complex_v<T>) {
     os << v.real() << (v.imag() >= 0 || std::isnan(v.imag()) ? "+" : "-") << std::abs(v.imag()) << "j";
-  } else if constexpr (cpu::is_half_v<T>) {
+  } else if constexpr (detail::is_half_v<T>) {
     os << static_cast<float>(v);
   } else {
     os << v;
@@ -297,7 +297,7 @@ std::ostream& operator<<(std::ostream& os, const array& a0) {
   if (!a.valid()) return os << "array(<empty>)";
   a.eval();
   os << "array(";
-  cpu::dispatch_all(a.dtype(), [&](auto tag) {
+  detail::dispatch_all(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if (a.ndim() == 0) {
       T v;

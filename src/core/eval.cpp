@@ -1,10 +1,11 @@
 // The evaluator: an iterative depth-first topological sort of the unevaluated graph, then one kernel
-// call per node. Nodes are released as soon as they have run, so intermediates are freed when nothing
-// else needs them.
+// call per node, taken from the kernel table of the node's device (core/kernels.h). Nodes are released
+// as soon as they have run, so intermediates are freed when nothing else needs them.
 #include <unordered_set>
 
 #include "kiln/primitive.h"
-#include "trace/mode.h"
+#include "core/kernels.h"
+#include "core/mode.h"
 
 namespace kiln {
 
@@ -66,11 +67,8 @@ void run_node(const std::shared_ptr<Node>& node) {
       throw std::logic_error("[eval] Input of " + node->def->name + " was not evaluated.");
     }
   }
-  if (!node->def->cpu) {
-    throw std::invalid_argument("[eval] Primitive " + node->def->display_name(node->state) +
-                                " has no CPU implementation in kiln yet.");
-  }
-  node->def->cpu(*node, node->inputs, outs);
+  KernelFn kernel = detail::kernels_for(node->stream.device).get(*node->def, node->state);
+  kernel(*node, node->inputs, outs);
   for (auto& o : outs) {
     if (!o.is_available()) {
       throw std::logic_error("[eval] The " + node->def->name + " kernel did not produce an output.");

@@ -4,13 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
 
-#include "backend/cpu/loops.h"
+#include "kiln/ops.h"
 
 namespace kiln::format {
 
@@ -45,7 +46,8 @@ std::vector<uint8_t> payload_bytes(const array& a0) {
   if (a.row_contiguous()) {
     std::memcpy(out.data(), a.raw_data(), out.size());
   } else {
-    array c = cpu::contiguous_copy(a);
+    array c = contiguous(a);
+    c.eval();
     std::memcpy(out.data(), c.raw_data(), out.size());
   }
   if constexpr (std::endian::native == std::endian::big) {

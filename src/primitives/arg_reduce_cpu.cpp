@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "backend/cpu/dispatch.h"
+#include "core/dispatch.h"
 #include "backend/cpu/ordering.h"
 #include "backend/cpu/threading.h"
 #include "primitives/reduce.h"
@@ -24,7 +24,7 @@ inline bool better(const A& x, const A& best) {
 
 template <typename T, bool IsMax>
 void run_arg(const array& in, array& out, int axis) {
-  using A = cpu::acc_t<T>;
+  using A = detail::acc_t<T>;
   out.alloc();
   uint32_t* dst = out.data<uint32_t>();
   const T* src = static_cast<const T*>(in.raw_data());
@@ -95,7 +95,7 @@ void run_arg(const array& in, array& out, int axis) {
 void reduce::arg_reduce_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
   const bool is_max = node.state.i(0) == ArgMax;
   const int axis = node.state.i(1);
-  cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
+  detail::dispatch_all(in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
     if (is_max) run_arg<T, true>(in[0], out[0], axis);
     else run_arg<T, false>(in[0], out[0], axis);

@@ -41,7 +41,7 @@ struct AddOp {
   static T apply(T x, T y) {
     if constexpr (std::is_same_v<T, bool>) return x || y;
     else if constexpr (is_int_v<T>) return wrap_add(x, y);
-    else if constexpr (is_half_v<T>) return T(static_cast<float>(x) + static_cast<float>(y));
+    else if constexpr (detail::is_half_v<T>) return T(static_cast<float>(x) + static_cast<float>(y));
     else return x + y;
   }
 };
@@ -53,7 +53,7 @@ struct SubtractOp {
   static T apply(T x, T y) {
     if constexpr (std::is_same_v<T, bool>) return x != y;
     else if constexpr (is_int_v<T>) return wrap_sub(x, y);
-    else if constexpr (is_half_v<T>) return T(static_cast<float>(x) - static_cast<float>(y));
+    else if constexpr (detail::is_half_v<T>) return T(static_cast<float>(x) - static_cast<float>(y));
     else return x - y;
   }
 };
@@ -65,7 +65,7 @@ struct MultiplyOp {
   static T apply(T x, T y) {
     if constexpr (std::is_same_v<T, bool>) return x && y;
     else if constexpr (is_int_v<T>) return wrap_mul(x, y);
-    else if constexpr (is_half_v<T>) return T(static_cast<float>(x) * static_cast<float>(y));
+    else if constexpr (detail::is_half_v<T>) return T(static_cast<float>(x) * static_cast<float>(y));
     else return x * y;
   }
 };
@@ -96,7 +96,7 @@ struct DivideOp {
   static T apply(T x, T y) {
     if constexpr (std::is_same_v<T, bool>) return x && y;
     else if constexpr (is_int_v<T>) return int_div(x, y);
-    else if constexpr (is_half_v<T>) return T(static_cast<float>(x) / static_cast<float>(y));
+    else if constexpr (detail::is_half_v<T>) return T(static_cast<float>(x) / static_cast<float>(y));
     else return x / y;
   }
 };
@@ -116,9 +116,9 @@ struct FloorDivideOp {
         if (y != 0 && y != T(-1) && int_mod(x, y) != 0 && ((x < 0) != (y < 0))) q = static_cast<T>(q - 1);
       }
       return q;
-    } else if constexpr (is_half_v<T>) {
+    } else if constexpr (detail::is_half_v<T>) {
       return T(std::floor(static_cast<float>(x) / static_cast<float>(y)));
-    } else if constexpr (is_complex_v<T>) {
+    } else if constexpr (detail::is_complex_v<T>) {
       return x / y;
     } else {
       return std::floor(x / y);
@@ -140,9 +140,9 @@ struct RemainderOp {
         if (r != 0 && ((r < 0) != (y < 0))) r = static_cast<T>(r + y);
       }
       return r;
-    } else if constexpr (is_half_v<T>) {
+    } else if constexpr (detail::is_half_v<T>) {
       return T(std::remainder(static_cast<float>(x), static_cast<float>(y)));
-    } else if constexpr (is_complex_v<T>) {
+    } else if constexpr (detail::is_complex_v<T>) {
       return T(std::remainder(x.real(), y.real()), 0.0f);
     } else {
       T r = std::remainder(x, y);
@@ -171,7 +171,7 @@ struct PowerOp {
         base = wrap_mul(base, base);
       }
       return r;
-    } else if constexpr (is_half_v<T>) {
+    } else if constexpr (detail::is_half_v<T>) {
       return T(std::pow(static_cast<float>(base), static_cast<float>(e)));
     } else {
       return std::pow(base, e);
@@ -191,11 +191,11 @@ struct ExtremumOp {
       return Max ? (x || y) : (x && y);
     } else if constexpr (is_int_v<T>) {
       return Max ? (x > y ? x : y) : (x < y ? x : y);
-    } else if constexpr (is_complex_v<T>) {
+    } else if constexpr (detail::is_complex_v<T>) {
       if (std::isnan(x.real())) return x;
       return Max ? (cgt(x, y) ? x : y) : (cgt(y, x) ? x : y);
     } else {
-      using A = acc_t<T>;
+      using A = detail::acc_t<T>;
       A a = static_cast<A>(x), b = static_cast<A>(y);
       if (a != a) return x;
       return Max ? (a > b ? x : y) : (a < b ? x : y);
@@ -208,8 +208,8 @@ struct ArcTan2Op {
   static constexpr const char* name = "ArcTan2";
   template <typename T>
   static T apply(T x, T y) {
-    if constexpr (is_complex_v<T>) return T(std::atan2(x.real(), y.real()), 0.0f);  // MLX uses real parts
-    else if constexpr (is_half_v<T>) return T(std::atan2(static_cast<float>(x), static_cast<float>(y)));
+    if constexpr (detail::is_complex_v<T>) return T(std::atan2(x.real(), y.real()), 0.0f);  // MLX uses real parts
+    else if constexpr (detail::is_half_v<T>) return T(std::atan2(static_cast<float>(x), static_cast<float>(y)));
     else return std::atan2(x, y);
   }
 };
@@ -220,12 +220,12 @@ struct LogAddExpOp {
   static constexpr const char* name = "LogAddExp";
   template <typename T>
   static T apply(T x, T y) {
-    if constexpr (is_half_v<T>) {
+    if constexpr (detail::is_half_v<T>) {
       return T(apply(static_cast<float>(x), static_cast<float>(y)));
     } else {
       T hi = ExtremumOp<true>::apply(x, y);
       T lo = ExtremumOp<false>::apply(x, y);
-      if constexpr (is_complex_v<T>) {
+      if constexpr (detail::is_complex_v<T>) {
         const float inf = std::numeric_limits<float>::infinity();
         if (lo == T(-inf) || hi == T(inf)) return hi;
         return hi + log1p_c(std::exp(lo - hi));
@@ -242,7 +242,7 @@ struct LogAddExpOp {
 // blocks when the op's float16 result is its float result rounded once (kHalfViaFloat).
 template <typename Op, typename T>
 void arith_run(const std::vector<array>& in, std::vector<array>& out) {
-  if constexpr (is_half_v<T> && requires { Op::kHalfViaFloat; }) {
+  if constexpr (detail::is_half_v<T> && requires { Op::kHalfViaFloat; }) {
     const array &a = in[0], &b = in[1];
     if (a.row_contiguous() && b.row_contiguous() && a.shape() == out[0].shape() && b.shape() == out[0].shape()) {
       half_blocks<T>(a, b, out[0], [](const float* x, const float* y, float* z, size_t n) {
@@ -256,14 +256,14 @@ void arith_run(const std::vector<array>& in, std::vector<array>& out) {
 
 template <typename Op>
 void arith_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
-  cpu::dispatch_all(in[0].dtype(), [&](auto tag) { arith_run<Op, decltype(tag)>(in, out); });
+  detail::dispatch_all(in[0].dtype(), [&](auto tag) { arith_run<Op, decltype(tag)>(in, out); });
 }
 
 template <typename Op>
 void float_arith_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
-  cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
+  detail::dispatch_all(in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (is_float_v<T> || is_complex_v<T>) arith_run<Op, T>(in, out);
+    if constexpr (detail::is_float_v<T> || detail::is_complex_v<T>) arith_run<Op, T>(in, out);
   });
 }
 
@@ -294,7 +294,7 @@ inline T floor_int_mod(T x, T y) {
 void divmod_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
   auto& st = node.state.values;
   const bool floor = !st.empty() && std::holds_alternative<bool>(st[0]) && std::get<bool>(st[0]);
-  cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
+  detail::dispatch_all(in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) {
       binary_run<T, T>(in[0], in[1], out[0], [](T x, T y) { return x && y; });
@@ -307,8 +307,8 @@ void divmod_cpu(const Node& node, const std::vector<array>& in, std::vector<arra
       }
       binary_run<T, T>(in[0], in[1], out[0], [](T x, T y) { return int_div(x, y); });
       binary_run<T, T>(in[0], in[1], out[1], [](T x, T y) { return int_mod(x, y); });
-    } else if constexpr (is_float_v<T>) {
-      using A = acc_t<T>;
+    } else if constexpr (detail::is_float_v<T>) {
+      using A = detail::acc_t<T>;
       if (floor) {
         binary_run<T, T>(in[0], in[1], out[0],
                          [](T x, T y) { return T(std::floor(static_cast<A>(x) / static_cast<A>(y))); });
@@ -320,7 +320,7 @@ void divmod_cpu(const Node& node, const std::vector<array>& in, std::vector<arra
         });
         return;
       }
-      using A = acc_t<T>;
+      using A = detail::acc_t<T>;
       binary_run<T, T>(in[0], in[1], out[0],
                        [](T x, T y) { return T(std::trunc(static_cast<A>(x) / static_cast<A>(y))); });
       binary_run<T, T>(in[0], in[1], out[1],

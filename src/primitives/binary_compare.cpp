@@ -16,9 +16,9 @@ using namespace ew;
     static constexpr const char* name = Display;         \
     template <typename T>                                \
     static bool apply(T x, T y) {                        \
-      if constexpr (is_half_v<T>) {                      \
+      if constexpr (detail::is_half_v<T>) {                      \
         return static_cast<float>(x) OP static_cast<float>(y); \
-      } else if constexpr (is_complex_v<T>) {            \
+      } else if constexpr (detail::is_complex_v<T>) {            \
         return CPLX;                                     \
       } else {                                           \
         return x OP y;                                   \
@@ -37,10 +37,10 @@ KILN_COMPARE(LessEqualOp, "LessEqual", <=, cge(y, x))
 struct NaNEqualOp {
   template <typename T>
   static bool apply(T x, T y) {
-    if constexpr (is_complex_v<T>) {
+    if constexpr (detail::is_complex_v<T>) {
       return x == y || (std::isnan(x.real()) && std::isnan(y.real()));
-    } else if constexpr (is_float_v<T>) {
-      using A = acc_t<T>;
+    } else if constexpr (detail::is_float_v<T>) {
+      using A = detail::acc_t<T>;
       A a = static_cast<A>(x), b = static_cast<A>(y);
       return a == b || (a != a && b != b);
     } else {
@@ -51,7 +51,7 @@ struct NaNEqualOp {
 
 template <typename T>
 inline bool truthy(T v) {
-  if constexpr (is_half_v<T>) return static_cast<float>(v) != 0.0f;
+  if constexpr (detail::is_half_v<T>) return static_cast<float>(v) != 0.0f;
   else return v != T(0);
 }
 
@@ -73,7 +73,7 @@ struct LogicalOrOp {
 
 template <typename Op>
 void compare_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
-  cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
+  detail::dispatch_all(in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
     binary_run<T, bool>(in[0], in[1], out[0], [](T x, T y) { return Op::apply(x, y); });
   });
@@ -108,7 +108,7 @@ inline T bitwise(T x, T y) {
 
 template <int Code>
 void bitwise_run(const std::vector<array>& in, array& out) {
-  cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
+  detail::dispatch_all(in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T>) {
       binary_run<T, T>(in[0], in[1], out, [](T x, T y) { return bitwise<Code>(x, y); });

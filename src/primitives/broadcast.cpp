@@ -6,7 +6,7 @@
 #include "kiln/ops/shape.h"
 #include "primitives/common.h"
 #include "primitives/shape_internal.h"
-#include "trace/mode.h"
+#include "core/mode.h"
 
 namespace kiln {
 

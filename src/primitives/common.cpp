@@ -67,6 +67,10 @@ PrimitiveDef row(std::string name, Arity inputs, std::vector<Field> fields, Infe
           .check = opt.check};
 }
 
+PrimitiveDef row(std::string name, Arity inputs, std::vector<Field> fields, InferFn infer, RowOptions opt) {
+  return row(std::move(name), inputs, std::move(fields), infer, nullptr, opt);
+}
+
 const PrimitiveDef& def(const char* name) { return registry::get(name); }
 
 }  // namespace kiln::detail

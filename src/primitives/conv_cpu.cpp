@@ -98,7 +98,7 @@ std::vector<C> weight_matrix(const array& w, const Geometry& g, bool flip) {
     for (int64_t k = 0; k < g.K; ++k) {
       const T* s = src + (o * g.K + (flip ? g.K - 1 - k : k)) * g.Cg;
       C* dst = m.data() + (o * g.K + k) * g.Cg;
-      for (int64_t c = 0; c < g.Cg; ++c) dst[c] = static_cast<C>(static_cast<cpu::acc_t<T>>(s[c]));
+      for (int64_t c = 0; c < g.Cg; ++c) dst[c] = static_cast<C>(static_cast<detail::acc_t<T>>(s[c]));
     }
   }
   return m;
@@ -136,11 +136,11 @@ void im2col(const T* x, const Geometry& g, int64_t r0, int64_t r1, C* patch) {
                 std::fill(dst, dst + g.Cg, C(0));
               } else if (g.c_st == 1) {
                 const T* s = src + grp * g.Cg;
-                for (int64_t c = 0; c < g.Cg; ++c) dst[c] = static_cast<C>(static_cast<cpu::acc_t<T>>(s[c]));
+                for (int64_t c = 0; c < g.Cg; ++c) dst[c] = static_cast<C>(static_cast<detail::acc_t<T>>(s[c]));
               } else {
                 const T* s = src + grp * g.Cg * g.c_st;
                 for (int64_t c = 0; c < g.Cg; ++c) {
-                  dst[c] = static_cast<C>(static_cast<cpu::acc_t<T>>(s[c * g.c_st]));
+                  dst[c] = static_cast<C>(static_cast<detail::acc_t<T>>(s[c * g.c_st]));
                 }
               }
             }
@@ -187,10 +187,10 @@ void depthwise(const T* x, const Geometry& g, const std::vector<C>& wm, T* out) 
             const T* src = x + n * g.n_st + i0 * g.in_st[0] + i1 * g.in_st[1] + i2 * g.in_st[2];
             const C* wk = wt.data() + k * O;
             if (simple) {
-              for (int64_t oc = 0; oc < O; ++oc) a[oc] += static_cast<C>(static_cast<cpu::acc_t<T>>(src[oc])) * wk[oc];
+              for (int64_t oc = 0; oc < O; ++oc) a[oc] += static_cast<C>(static_cast<detail::acc_t<T>>(src[oc])) * wk[oc];
             } else {
               for (int64_t oc = 0; oc < O; ++oc) {
-                a[oc] += static_cast<C>(static_cast<cpu::acc_t<T>>(src[(oc / g.Og) * g.c_st])) * wk[oc];
+                a[oc] += static_cast<C>(static_cast<detail::acc_t<T>>(src[(oc / g.Og) * g.c_st])) * wk[oc];
               }
             }
           }
@@ -224,7 +224,7 @@ bool gather_conv(const array& x, const Geometry& g, const std::vector<C>& wm, T*
     X = xs;
   } else {
     xconv.resize(static_cast<size_t>(g.N * in_plane * Cin));
-    for (size_t i = 0; i < xconv.size(); ++i) xconv[i] = static_cast<C>(static_cast<cpu::acc_t<T>>(xs[i]));
+    for (size_t i = 0; i < xconv.size(); ++i) xconv[i] = static_cast<C>(static_cast<detail::acc_t<T>>(xs[i]));
     X = xconv.data();
   }
   // Weight as (K * O, Cin): row k * O + oc holds tap k of output channel oc.
@@ -336,7 +336,7 @@ void conv_typed(const Node& node, const array& x, const array& w, array& y) {
 }  // namespace
 
 void convolution_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
-  cpu::dispatch_float(in[0].dtype(), "conv", [&](auto tag) {
+  detail::dispatch_float(in[0].dtype(), "conv", [&](auto tag) {
     using T = decltype(tag);
     conv_typed<T>(node, in[0], in[1], out[0]);
   });

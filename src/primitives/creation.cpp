@@ -56,8 +56,8 @@ std::vector<ArraySpec> arange_infer(const State& st, const std::vector<ArraySpec
 // is the previous one plus the step in that type (so the rounding accumulates the same way).
 template <typename T>
 void arange_fill(T* dst, size_t n, double start, double step) {
-  T v = cpu::cast_to<T>(start);
-  const T next = cpu::cast_to<T>(start + step);
+  T v = detail::cast_to<T>(start);
+  const T next = detail::cast_to<T>(start + step);
   if constexpr (std::is_integral_v<T>) {
     using U = std::make_unsigned_t<T>;  // wrapping arithmetic without signed overflow
     const U d = static_cast<U>(static_cast<U>(next) - static_cast<U>(v));
@@ -65,7 +65,7 @@ void arange_fill(T* dst, size_t n, double start, double step) {
       dst[i] = v;
       v = static_cast<T>(static_cast<U>(static_cast<U>(v) + d));
     }
-  } else if constexpr (cpu::is_half_v<T>) {
+  } else if constexpr (detail::is_half_v<T>) {
     const T d = T(static_cast<float>(next) - static_cast<float>(v));
     for (size_t i = 0; i < n; ++i) {
       dst[i] = v;
@@ -85,7 +85,7 @@ void arange_cpu(const Node& n, const std::vector<array>&, std::vector<array>& ou
   if (o.dtype() == bool_) fail("[arange] bool not supported for arange.");
   o.alloc();
   const double start = n.state.get<double>(0), step = n.state.get<double>(2);
-  cpu::dispatch_all(o.dtype(), [&](auto tag) {
+  detail::dispatch_all(o.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (!std::is_same_v<T, bool>) arange_fill<T>(o.data<T>(), o.size(), start, step);
   });

@@ -28,10 +28,10 @@
 
 namespace kiln::ew {
 
-using cpu::acc_t;
-using cpu::is_complex_v;
-using cpu::is_float_v;
-using cpu::is_half_v;
+using detail::acc_t;
+using detail::is_complex_v;
+using detail::is_float_v;
+using detail::is_half_v;
 
 // ---------------------------------------------------------------------------------------------
 // Kernel helpers
@@ -187,7 +187,7 @@ void unary_fp(const array& in, array& out) {
     }
     for (size_t i = 0; i < n; ++i) y[i] = Op::apply(x[i]);
   };
-  cpu::dispatch_all(in.dtype(), [&](auto tag) {
+  detail::dispatch_all(in.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, float>) {
       if (in.row_contiguous()) {
@@ -198,12 +198,12 @@ void unary_fp(const array& in, array& out) {
       } else {
         unary_run<T, T>(in, out, [](T v) { return Op::apply(v); });
       }
-    } else if constexpr (is_half_v<T>) {
+    } else if constexpr (detail::is_half_v<T>) {
       if (in.row_contiguous()) half_blocks<T>(in, out, float_block);
       else unary_run<T, T>(in, out, [](T v) { return T(Op::apply(static_cast<float>(v))); });
-    } else if constexpr (is_float_v<T>) {
+    } else if constexpr (detail::is_float_v<T>) {
       unary_run<T, T>(in, out, [](T v) { return Op::apply(v); });
-    } else if constexpr (is_complex_v<T> && Complex) {
+    } else if constexpr (detail::is_complex_v<T> && Complex) {
       unary_run<T, T>(in, out, [](T v) { return Op::apply(v); });
     }
     // Other dtypes never get here: the infer rule rejects them.

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/dispatch.h"
+#include "core/dispatch.h"
 #include "kiln/array.h"
 #include "kiln/primitive.h"
 
@@ -53,7 +53,7 @@ void to_float(const float16_t* src, float* dst, int64_t n);
 void to_float(const bfloat16_t* src, float* dst, int64_t n);
 template <typename T, typename A>
 inline void load_row(const T* src, A* dst, int64_t n) {
-  if constexpr (cpu::is_half_v<T> && std::is_same_v<A, float>) {
+  if constexpr (detail::is_half_v<T> && std::is_same_v<A, float>) {
     to_float(src, dst, n);
   } else {
     for (int64_t i = 0; i < n; ++i) dst[i] = A(src[i]);

@@ -10,7 +10,7 @@ namespace kiln::fastk {
 
 namespace {
 
-using cpu::acc_t;
+using detail::acc_t;
 
 // x: at least 1-D floating; each affine parameter is a scalar or a vector of x's last-axis size, of x's dtype.
 void check_norm_inputs(const char* api, const std::vector<ArraySpec>& in, size_t nparams) {
@@ -115,7 +115,7 @@ int64_t chunked(int64_t rows, size_t grain, F&& fn) {
 
 template <typename T>
 void rms_kernel(const std::vector<array>& in, array& out, float eps) {
-  using A = acc_t<T>;
+  using A = detail::acc_t<T>;
   Rows R(in[0]);
   const int64_t D = R.D;
   const std::vector<A> w = expand_param<T, A>(in[1], D);
@@ -135,7 +135,7 @@ void rms_kernel(const std::vector<array>& in, array& out, float eps) {
 
 template <typename T>
 void layer_kernel(const std::vector<array>& in, array& out, float eps) {
-  using A = acc_t<T>;
+  using A = detail::acc_t<T>;
   Rows R(in[0]);
   const int64_t D = R.D;
   const std::vector<A> w = expand_param<T, A>(in[1], D), bias = expand_param<T, A>(in[2], D);
@@ -172,7 +172,7 @@ void finish_param_grad(const std::vector<A>& part, int64_t chunks, int64_t D, ar
 
 template <typename T>
 void rms_vjp_kernel(const std::vector<array>& in, std::vector<array>& out, float eps) {
-  using A = acc_t<T>;
+  using A = detail::acc_t<T>;
   Rows R(in[0]), G(in[2]);
   const int64_t D = R.D;
   const std::vector<A> w = expand_param<T, A>(in[1], D);
@@ -199,7 +199,7 @@ void rms_vjp_kernel(const std::vector<array>& in, std::vector<array>& out, float
 
 template <typename T>
 void layer_vjp_kernel(const std::vector<array>& in, std::vector<array>& out, float eps) {
-  using A = acc_t<T>;
+  using A = detail::acc_t<T>;
   Rows R(in[0]), G(in[3]);
   const int64_t D = R.D;
   const std::vector<A> w = expand_param<T, A>(in[1], D);
@@ -244,22 +244,22 @@ bool handle_empty(const std::vector<array>& in, std::vector<array>& out) {
 
 void rms_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
   if (handle_empty(in, out)) return;
-  cpu::dispatch_float(out[0].dtype(), "rms_norm",
+  detail::dispatch_float(out[0].dtype(), "rms_norm",
                       [&](auto t) { rms_kernel<decltype(t)>(in, out[0], node.state.f(1)); });
 }
 void layer_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
   if (handle_empty(in, out)) return;
-  cpu::dispatch_float(out[0].dtype(), "layer_norm",
+  detail::dispatch_float(out[0].dtype(), "layer_norm",
                       [&](auto t) { layer_kernel<decltype(t)>(in, out[0], node.state.f(1)); });
 }
 void rms_vjp_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
   if (handle_empty(in, out)) return;
-  cpu::dispatch_float(out[0].dtype(), "rms_norm_vjp",
+  detail::dispatch_float(out[0].dtype(), "rms_norm_vjp",
                       [&](auto t) { rms_vjp_kernel<decltype(t)>(in, out, node.state.f(1)); });
 }
 void layer_vjp_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
   if (handle_empty(in, out)) return;
-  cpu::dispatch_float(out[0].dtype(), "layer_norm_vjp",
+  detail::dispatch_float(out[0].dtype(), "layer_norm_vjp",
                       [&](auto t) { layer_vjp_kernel<decltype(t)>(in, out, node.state.f(1)); });
 }
 

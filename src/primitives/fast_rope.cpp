@@ -61,7 +61,7 @@ struct RopeParams {
 
 template <typename T>
 void rope_kernel(const std::vector<array>& in, array& out, const RopeParams& p) {
-  using A = cpu::acc_t<T>;
+  using A = detail::acc_t<T>;
   const array x = unit_last_stride(in[0]);
   const array& offset = in[1];
   const int64_t B = x.shape()[0];
@@ -142,7 +142,7 @@ void rope_kernel(const std::vector<array>& in, array& out, const RopeParams& p) 
 void rope_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
   const State& st = node.state;
   RopeParams p{st.i(1), st.b(2), st.f(3), st.f(4), st.b(5)};
-  cpu::dispatch_float(out[0].dtype(), "rope", [&](auto t) { rope_kernel<decltype(t)>(in, out[0], p); });
+  detail::dispatch_float(out[0].dtype(), "rope", [&](auto t) { rope_kernel<decltype(t)>(in, out[0], p); });
 }
 
 }  // namespace

@@ -153,7 +153,7 @@ struct SdpaParams {
 
 template <typename T>
 struct Sdpa {
-  using Acc = cpu::acc_t<T>;
+  using Acc = detail::acc_t<T>;
   explicit Sdpa(const SdpaParams& params) : p(params) {}
   const SdpaParams& p;
   int64_t B = 0, Hq = 0, Lq = 0, D = 0, Hk = 0, Lk = 0, Dv = 0, rep = 1, q_off = 0;
@@ -345,7 +345,7 @@ void sdpa_cpu(const Node& node, const std::vector<array>& in, std::vector<array>
   const State& st = node.state;
   const bool has_sinks = st.b(3);
   SdpaParams p{st.f(1), st.b(2), static_cast<int>(in.size()) - 3 - (has_sinks ? 1 : 0) == 1, has_sinks, st.b(4)};
-  cpu::dispatch_float(out[0].dtype(), "scaled_dot_product_attention",
+  detail::dispatch_float(out[0].dtype(), "scaled_dot_product_attention",
                       [&](auto t) { sdpa_kernel<decltype(t)>(in, out, p); });
 }
 

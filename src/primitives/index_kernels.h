@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "backend/cpu/dispatch.h"
+#include "core/dispatch.h"
 #include "backend/cpu/loops.h"
 #include "kiln/primitive.h"
 
@@ -22,7 +22,7 @@ void masked_scatter_cpu(const Node& node, const std::vector<array>& in, std::vec
 template <typename F>
 decltype(auto) dispatch_index(Dtype t, F&& f) {
   if (!is_integral(t)) throw std::logic_error("[index] Index arrays must have an integer dtype.");
-  return cpu::dispatch_all(t, [&](auto tag) -> decltype(auto) {
+  return detail::dispatch_all(t, [&](auto tag) -> decltype(auto) {
     if constexpr (std::is_integral_v<decltype(tag)> && !std::is_same_v<decltype(tag), bool>) return f(tag);
     else return f(int32_t{});  // unreachable
   });

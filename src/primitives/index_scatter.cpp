@@ -19,7 +19,7 @@ using cpu::ordered_greater;
 // y op= x for one reduce type; 16-bit floats compute in float and round each step (as MLX's CPU).
 template <int Type, typename T>
 inline void combine(T& y, T x) {
-  using A = cpu::acc_t<T>;
+  using A = detail::acc_t<T>;
   if constexpr (Type == kNone) {
     y = x;
   } else if constexpr (Type == kSum) {
@@ -95,7 +95,7 @@ void scatter_cpu(const Node& node, const std::vector<array>& in, std::vector<arr
   // element along every indexed axis.
   bool disjoint = true;
   for (int ax : axes) disjoint = disjoint && window[ax] == 1;
-  cpu::dispatch_all(o.dtype(), [&](auto tag) {
+  detail::dispatch_all(o.dtype(), [&](auto tag) {
     using T = decltype(tag);
     dispatch_type(type, [&](auto ty) { scatter_impl<decltype(ty)::value, T>(offsets, w, disjoint, upd, o); });
   });
@@ -147,7 +147,7 @@ void scatter_axis_cpu(const Node& node, const std::vector<array>& in, std::vecto
   if (o.size() == 0 || idx.size() == 0) return;
   const int type = node.state.i(0) == 0 ? kSum : kNone;  // ScatterAxis codes: Sum 0, None 1
   const int axis = node.state.i(1);
-  cpu::dispatch_all(o.dtype(), [&](auto vt) {
+  detail::dispatch_all(o.dtype(), [&](auto vt) {
     using T = decltype(vt);
     dispatch_index(idx.dtype(), [&](auto it) {
       using I = decltype(it);

@@ -179,7 +179,7 @@ void qrf_impl(const array& a, array& q, array& r) {
 
 void qrf_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
   dispatch_lapack(in[0].dtype(), "linalg::qr", false, [&](auto tag) {
-    if constexpr (!cpu::is_complex_v<decltype(tag)>) qrf_impl<decltype(tag)>(in[0], out[0], out[1]);
+    if constexpr (!detail::is_complex_v<decltype(tag)>) qrf_impl<decltype(tag)>(in[0], out[0], out[1]);
   });
 }
 
@@ -257,7 +257,7 @@ void inverse_impl(const array& a, array& out, bool tri, bool upper) {
 
 void inverse_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
   dispatch_lapack(in[0].dtype(), "linalg::inv", false, [&](auto tag) {
-    if constexpr (!cpu::is_complex_v<decltype(tag)>) {
+    if constexpr (!detail::is_complex_v<decltype(tag)>) {
       inverse_impl<decltype(tag)>(in[0], out[0], node.state.b(0), node.state.b(1));
     }
   });
@@ -287,7 +287,7 @@ void cholesky_impl(const array& a, array& out, bool upper) {
 
 void cholesky_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
   dispatch_lapack(in[0].dtype(), "linalg::cholesky", false, [&](auto tag) {
-    if constexpr (!cpu::is_complex_v<decltype(tag)>) cholesky_impl<decltype(tag)>(in[0], out[0], node.state.b(0));
+    if constexpr (!detail::is_complex_v<decltype(tag)>) cholesky_impl<decltype(tag)>(in[0], out[0], node.state.b(0));
   });
 }
 
@@ -312,7 +312,7 @@ void eig_impl(const array& a, std::vector<array>& out, bool vectors) {
     T* m = w.data() + b * N * N;
     complex64_t* val = vals + b * N;
     complex64_t* vec = vectors ? vecs + b * N * N : nullptr;
-    if constexpr (cpu::is_complex_v<T>) {
+    if constexpr (detail::is_complex_v<T>) {
       int info = geev(jobvl, 'N', N, m, N, val, vectors ? vl.data() : dummy, vectors ? N : 1, dummy, 1);
       if (info != 0) lapack_failed("[Eig::eval_cpu] Eigenvalue decomposition", info);
       if (vectors) {
@@ -372,7 +372,7 @@ void eigh_impl(const array& a, std::vector<array>& out, char uplo, bool vectors)
     for (int r = 0; r < N; ++r)
       for (int j = 0; j < N; ++j) {
         T x = m[r + static_cast<size_t>(j) * N];
-        if constexpr (cpu::is_complex_v<T>) x = std::conj(x);
+        if constexpr (detail::is_complex_v<T>) x = std::conj(x);
         v[r * N + j] = x;
       }
   }
@@ -419,7 +419,7 @@ void luf_impl(const array& a, std::vector<array>& out) {
 
 void luf_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
   dispatch_lapack(in[0].dtype(), "linalg::lu", false, [&](auto tag) {
-    if constexpr (!cpu::is_complex_v<decltype(tag)>) luf_impl<decltype(tag)>(in[0], out);
+    if constexpr (!detail::is_complex_v<decltype(tag)>) luf_impl<decltype(tag)>(in[0], out);
   });
 }
 

@@ -31,7 +31,7 @@ array squeeze_inserted(array out, int a_nd, int b_nd, StreamOrDevice s);
 
 // The type a kernel computes in: float for the 16-bit floats, the storage type otherwise.
 template <typename T>
-using compute_t = cpu::acc_t<T>;
+using compute_t = detail::acc_t<T>;
 
 // dst[...] = cast(src[...]) over `shape`, both strided (element strides).
 template <typename S, typename D>
@@ -41,9 +41,9 @@ void strided_cast_copy(const S* src, const Shape& shape, const Strides& src_stri
                          D* d = dst + o[0];
                          const S* s = src + o[1];
                          if (st[0] == 1 && st[1] == 1) {
-                           for (int64_t i = 0; i < n; ++i) d[i] = cpu::cast_to<D>(s[i]);
+                           for (int64_t i = 0; i < n; ++i) d[i] = detail::cast_to<D>(s[i]);
                          } else {
-                           for (int64_t i = 0; i < n; ++i) d[i * st[0]] = cpu::cast_to<D>(s[i * st[1]]);
+                           for (int64_t i = 0; i < n; ++i) d[i * st[0]] = detail::cast_to<D>(s[i * st[1]]);
                          }
                        });
 }

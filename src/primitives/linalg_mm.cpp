@@ -117,7 +117,7 @@ void hadamard_impl(const array& in, array& out, float scale) {
 }
 
 void hadamard_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
-  cpu::dispatch_float(out[0].dtype(), "hadamard", [&](auto tag) {
+  detail::dispatch_float(out[0].dtype(), "hadamard", [&](auto tag) {
     hadamard_impl<decltype(tag)>(in[0], out[0], node.state.f(0));
   });
 }
@@ -256,7 +256,7 @@ void block_masked_impl(const std::vector<array>& in, array& out, int bs) {
 }
 
 void block_masked_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
-  cpu::dispatch_float(out[0].dtype(), "block_masked_mm", [&](auto tag) {
+  detail::dispatch_float(out[0].dtype(), "block_masked_mm", [&](auto tag) {
     block_masked_impl<decltype(tag)>(in, out[0], node.state.i(0));
   });
 }
@@ -280,7 +280,7 @@ std::vector<ArraySpec> gather_mm_infer(const State&, const std::vector<ArraySpec
 // The indices of `idx` (any integer dtype, any strides) in row-major order, clamped to [0, limit).
 std::vector<int64_t> read_indices(const array& idx, int64_t limit) {
   std::vector<int64_t> out(idx.size());
-  cpu::dispatch_all(idx.dtype(), [&](auto tag) {
+  detail::dispatch_all(idx.dtype(), [&](auto tag) {
     using I = decltype(tag);
     if constexpr (std::is_integral_v<I>) {
       strided_cast_copy<I, int64_t>(base_ptr<I>(idx), idx.shape(), idx.strides(), out.data(),
@@ -322,7 +322,7 @@ void gather_mm_impl(const std::vector<array>& in, array& out) {
 }
 
 void gather_mm_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
-  cpu::dispatch_float(out[0].dtype(), "gather_mm", [&](auto tag) { gather_mm_impl<decltype(tag)>(in, out[0]); });
+  detail::dispatch_float(out[0].dtype(), "gather_mm", [&](auto tag) { gather_mm_impl<decltype(tag)>(in, out[0]); });
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 #include "kiln/ops/shape.h"
 #include "primitives/common.h"
 #include "primitives/quantized_internal.h"
-#include "trace/mode.h"
+#include "core/mode.h"
 
 namespace kiln {
 
@@ -154,8 +154,8 @@ void quantize_check(const State& st, const std::vector<ArraySpec>& in, const std
 
 // A value of T in T's arithmetic type: rounds to T (the step MLX does in the weight's dtype).
 template <typename T>
-inline cpu::acc_t<T> rt(cpu::acc_t<T> v) {
-  return cpu::acc_t<T>(T(v));
+inline detail::acc_t<T> rt(detail::acc_t<T> v) {
+  return detail::acc_t<T>(T(v));
 }
 
 template <typename T, int B>
@@ -205,7 +205,7 @@ void affine_quantize(const array& w, std::vector<array>& out, int gs) {
 
 template <typename T, int B>
 void affine_dequantize(const std::vector<array>& in, array& out, int gs) {
-  using A = cpu::acc_t<T>;
+  using A = detail::acc_t<T>;
   const array s = cpu::contiguous_copy(in[1]), b = cpu::contiguous_copy(in[2]);
   const uint8_t* src = reinterpret_cast<const uint8_t*>(in[0].data<uint32_t>());
   const T* sp = s.data<T>();
@@ -228,7 +228,7 @@ void affine_dequantize(const std::vector<array>& in, array& out, int gs) {
 
 template <typename T>
 void fp_quantize(const array& w, std::vector<array>& out, int gs, QuantizationMode mode) {
-  using A = cpu::acc_t<T>;
+  using A = detail::acc_t<T>;
   const T* src = w.data<T>();
   uint8_t* dst = reinterpret_cast<uint8_t*>(out[0].data<uint32_t>());
   uint8_t* sc = out[1].data<uint8_t>();
@@ -253,9 +253,9 @@ void fp_quantize(const array& w, std::vector<array>& out, int gs, QuantizationMo
       } else {
         // E8M0: round(log2(scale)) through int32, kept as T; zero scales give exponent 0.
         A e = 0;
-        if (scale != A(0)) e = A(T(static_cast<A>(cpu::cast_to<int32_t>(std::rint(rt<T>(std::log2(scale)))))));
+        if (scale != A(0)) e = A(T(static_cast<A>(detail::cast_to<int32_t>(std::rint(rt<T>(std::log2(scale)))))));
         div = rt<T>(std::pow(A(2), e));
-        sc[g] = cpu::cast_to<uint8_t>(rt<T>(e + A(127)));
+        sc[g] = detail::cast_to<uint8_t>(rt<T>(e + A(127)));
       }
       for (int j = 0; j < gs; ++j) wq[j] = rt<T>(A(x[j]) / div);
       uint8_t* p = dst + g * (static_cast<int64_t>(gs) * bits / 8);
@@ -287,7 +287,7 @@ void fp_quantize(const array& w, std::vector<array>& out, int gs, QuantizationMo
 
 template <typename T>
 void fp_dequantize(const std::vector<array>& in, array& out, int gs, QuantizationMode mode) {
-  using A = cpu::acc_t<T>;
+  using A = detail::acc_t<T>;
   const array s = cpu::contiguous_copy(in[1]);
   const uint8_t* src = reinterpret_cast<const uint8_t*>(in[0].data<uint32_t>());
   const uint8_t* sp = s.data<uint8_t>();
@@ -314,7 +314,7 @@ void quantize_cpu(const Node& node, const std::vector<array>& in, std::vector<ar
   for (auto& o : out) o.alloc();
   if (!st.b(4)) {
     const array w = cpu::contiguous_copy(in[0]);
-    cpu::dispatch_float(w.dtype(), "quantize", [&](auto t) {
+    detail::dispatch_float(w.dtype(), "quantize", [&](auto t) {
       using T = decltype(t);
       if (mode == QuantizationMode::Affine) {
         dispatch_bits(bits, [&](auto b) { affine_quantize<T, decltype(b)::value>(w, out, gs); });
@@ -326,7 +326,7 @@ void quantize_cpu(const Node& node, const std::vector<array>& in, std::vector<ar
   }
   std::vector<array> ins{cpu::contiguous_copy(in[0])};
   for (size_t i = 1; i < in.size(); ++i) ins.push_back(in[i]);
-  cpu::dispatch_float(out[0].dtype(), "dequantize", [&](auto t) {
+  detail::dispatch_float(out[0].dtype(), "dequantize", [&](auto t) {
     using T = decltype(t);
     if (mode == QuantizationMode::Affine) {
       dispatch_bits(bits, [&](auto b) { affine_dequantize<T, decltype(b)::value>(ins, out[0], gs); });

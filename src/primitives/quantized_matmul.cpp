@@ -144,7 +144,7 @@ int64_t batch_count(const array& a) {
 template <typename T, typename S>
 void qmm_kernel(const Node& node, const std::vector<array>& in, array& out,
                 const std::vector<std::pair<int64_t, int64_t>>& jobs, int64_t M) {
-  using Acc = cpu::acc_t<T>;
+  using Acc = detail::acc_t<T>;
   const State& st = node.state;
   const int gs = st.i(0), bits = st.i(1);
   const QuantizationMode mode = static_cast<QuantizationMode>(st.i(2));
@@ -272,7 +272,7 @@ void qmm_kernel(const Node& node, const std::vector<array>& in, array& out,
 
 template <typename F>
 void dispatch_scales(const Node& node, Dtype x_dtype, F&& f) {
-  cpu::dispatch_float(x_dtype, "quantized_matmul", [&](auto t) {
+  detail::dispatch_float(x_dtype, "quantized_matmul", [&](auto t) {
     using T = decltype(t);
     if (node.state.i(2) == static_cast<int>(QuantizationMode::Affine)) {
       f(T{}, T{});

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "backend/cpu/dispatch.h"
+#include "core/dispatch.h"
 #include "backend/cpu/threading.h"
 #include "primitives/common.h"
 
@@ -15,7 +15,7 @@ namespace kiln {
 namespace reduce {
 
 Dtype sum_dtype(Dtype t) {
-  return cpu::dispatch_all(t, [](auto tag) { return storage_dtype_of<SumOut<decltype(tag)>>; });
+  return detail::dispatch_all(t, [](auto tag) { return storage_dtype_of<SumOut<decltype(tag)>>; });
 }
 
 ReducePlan make_plan(const Shape& shape, const Strides& strides, const std::vector<int>& axes) {
@@ -146,9 +146,9 @@ void number_of_elements_cpu(const Node& node, const std::vector<array>& in, std:
   for (int a : node.state.ints(0)) n *= in[0].shape()[a];
   if (node.state.b(1)) n = 1.0 / n;
   out[0].alloc();
-  cpu::dispatch_all(out[0].dtype(), [&](auto tag) {
+  detail::dispatch_all(out[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
-    *out[0].data<T>() = cpu::cast_to<T>(n);
+    *out[0].data<T>() = detail::cast_to<T>(n);
   });
 }
 

@@ -10,7 +10,7 @@
 #include <memory>
 #include <type_traits>
 
-#include "backend/cpu/dispatch.h"
+#include "core/dispatch.h"
 #include "backend/cpu/ordering.h"
 #include "backend/cpu/threading.h"
 #include "primitives/reduce.h"
@@ -42,7 +42,7 @@ struct BoolOp {
 // Integers accumulate unsigned so overflow wraps without undefined behaviour; half types in float.
 template <typename O, bool = std::is_integral_v<O>>
 struct SumAccOf {
-  using type = cpu::acc_t<O>;
+  using type = detail::acc_t<O>;
 };
 template <typename O>
 struct SumAccOf<O, true> {
@@ -71,13 +71,13 @@ using cpu::ordered_greater;
 template <typename A>
 inline bool is_nan(const A& a) {
   if constexpr (std::is_floating_point_v<A>) return a != a;
-  else if constexpr (cpu::is_complex_v<A>) return a.real() != a.real();  // MLX tests the real part only
+  else if constexpr (detail::is_complex_v<A>) return a.real() != a.real();  // MLX tests the real part only
   else return false;
 }
 // The NaN a Max/Min reduction gives: a complex one is NaN+0j whatever the element (as MLX).
 template <typename A>
 inline A nan_result(const A& x) {
-  if constexpr (cpu::is_complex_v<A>) return A(std::numeric_limits<float>::quiet_NaN(), 0.0f);
+  if constexpr (detail::is_complex_v<A>) return A(std::numeric_limits<float>::quiet_NaN(), 0.0f);
   else return x;
 }
 
@@ -86,11 +86,11 @@ template <typename T, bool IsMax>
 struct ExtremeOp {
   using In = T;
   using O = T;
-  using A = cpu::acc_t<T>;
+  using A = detail::acc_t<T>;
   static A init() {
     if constexpr (std::is_floating_point_v<A>) {
       return IsMax ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::infinity();
-    } else if constexpr (cpu::is_complex_v<A>) {
+    } else if constexpr (detail::is_complex_v<A>) {
       float inf = std::numeric_limits<float>::infinity();
       return A(IsMax ? -inf : inf, 0.0f);
     } else {
@@ -288,7 +288,7 @@ void reduce::reduce_cpu(const Node& node, const std::vector<array>& in, std::vec
     case Or: return run_bool<false>(in[0], out[0], axes);
     default: break;
   }
-  cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
+  detail::dispatch_all(in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
     switch (type) {
       case Sum: return run_into<ArithOp<T, true>>(in[0], out[0], axes);

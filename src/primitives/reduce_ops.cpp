@@ -10,7 +10,7 @@
 #include "kiln/ops/shape.h"
 #include "primitives/common.h"
 #include "primitives/reduce.h"
-#include "trace/mode.h"
+#include "core/mode.h"
 
 namespace kiln {
 

@@ -36,6 +36,7 @@ const PrimitiveDef& define(PrimitiveDef def) {
   if (it != t.rows.end()) {
     throw std::logic_error("[registry] Primitive " + def.name + " is defined twice.");
   }
+  def.index = t.order.size();
   auto row = std::make_unique<PrimitiveDef>(std::move(def));
   const PrimitiveDef* p = row.get();
   t.rows.emplace(p->name, std::move(row));

@@ -11,7 +11,7 @@
 #include <limits>
 #include <sstream>
 
-#include "backend/cpu/dispatch.h"
+#include "core/dispatch.h"
 #include "backend/cpu/loops.h"
 #include "backend/cpu/ordering.h"
 #include "backend/cpu/threading.h"
@@ -52,7 +52,7 @@ inline A logaddexp(A y, A x) {
     A mn = (y != y) ? y : (y < x ? y : x);
     if (mn == -std::numeric_limits<A>::infinity() || mx == std::numeric_limits<A>::infinity()) return mx;
     return mx + std::log1p(std::exp(mn - mx));
-  } else if constexpr (cpu::is_complex_v<A>) {
+  } else if constexpr (detail::is_complex_v<A>) {
     A mx = ordered_less(y, x) ? x : y;
     A mn = ordered_less(y, x) ? y : x;
     return mx + std::log(A(1.0f) + std::exp(mn - mx));
@@ -68,8 +68,8 @@ inline A logaddexp(A y, A x) {
     D diff;
     if constexpr (sizeof(A) < sizeof(int)) diff = D(mn) - D(mx);
     else diff = static_cast<D>(std::make_unsigned_t<A>(mn) - std::make_unsigned_t<A>(mx));
-    A e = cpu::cast_to<A>(std::exp(static_cast<float>(diff)));
-    A l = cpu::cast_to<A>(std::log1p(static_cast<double>(e)));
+    A e = detail::cast_to<A>(std::exp(static_cast<float>(diff)));
+    A l = detail::cast_to<A>(std::log1p(static_cast<double>(e)));
     return wrap_add<A>(mx, l);
   }
 }
@@ -87,7 +87,7 @@ template <typename A, int Type, bool Floating>
 A scan_init() {
   if constexpr (Type == ScanSum) return A(0);
   else if constexpr (Type == ScanProd) return A(1);
-  else if constexpr (cpu::is_complex_v<A>) return A(0);  // MLX uses numeric_limits, which is 0 for complex
+  else if constexpr (detail::is_complex_v<A>) return A(0);  // MLX uses numeric_limits, which is 0 for complex
   else if constexpr (Floating) {
     return Type == ScanMin ? std::numeric_limits<A>::infinity() : -std::numeric_limits<A>::infinity();
   } else {
@@ -98,8 +98,8 @@ A scan_init() {
 // T: input type, U: output type, A: running value type.
 template <typename T, typename U, int Type>
 void run_scan(const array& in, array& out, int axis, bool reverse, bool inclusive) {
-  using A = std::conditional_t<cpu::is_half_v<U>, float, U>;
-  constexpr bool floating = cpu::is_float_v<T>;
+  using A = std::conditional_t<detail::is_half_v<U>, float, U>;
+  constexpr bool floating = detail::is_float_v<T>;
   const array x = cpu::contiguous_copy(in);
   out.alloc();
   if (x.size() == 0) return;
@@ -204,7 +204,7 @@ void scan_cpu(const Node& node, const std::vector<array>& in, std::vector<array>
   if (natural == int32 && in[0].dtype() == bool_) {
     scan_dispatch<bool, int32_t>(type, in[0], target, axis, reverse, inclusive);
   } else {
-    cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
+    detail::dispatch_all(in[0].dtype(), [&](auto tag) {
       using T = decltype(tag);
       scan_dispatch<T, T>(type, in[0], target, axis, reverse, inclusive);
     });

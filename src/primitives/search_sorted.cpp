@@ -40,7 +40,7 @@ void search_sorted_cpu(const Node& node, const std::vector<array>& in, std::vect
   array v = in[1].row_contiguous() ? in[1] : cpu::contiguous_copy(in[1]);
   const bool right = node.state.b(0);
   const auto n = static_cast<uint32_t>(seq.size());
-  cpu::dispatch_all(seq.dtype(), [&](auto tag) {
+  detail::dispatch_all(seq.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if (right) search<T, true>(seq.data<T>(), n, v.data<T>(), out[0].data<uint32_t>(), v.size());
     else search<T, false>(seq.data<T>(), n, v.data<T>(), out[0].data<uint32_t>(), v.size());

@@ -224,7 +224,7 @@ int64_t dynamic_offset(const array& start, const std::vector<int32_t>& axes, con
   int64_t off = 0;
   const char* base = static_cast<const char*>(start.buffer()->ptr);
   const int64_t sst = start.ndim() == 1 ? start.strides()[0] : 0;
-  cpu::dispatch_all(start.dtype(), [&](auto tag) {
+  detail::dispatch_all(start.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T>) {
       const T* p = reinterpret_cast<const T*>(base) + start.offset();

@@ -6,7 +6,7 @@
 #include <vector>
 #include <limits>
 
-#include "backend/cpu/dispatch.h"
+#include "core/dispatch.h"
 #include "backend/cpu/loops.h"
 #include "backend/cpu/threading.h"
 #include "primitives/reduce.h"
@@ -71,12 +71,12 @@ void reduce::softmax_cpu(const Node& node, const std::vector<array>& in, std::ve
   const int64_t m = x.shape().back();
   const int64_t rows = static_cast<int64_t>(x.size()) / m;
   const size_t grain = std::max<size_t>(1, cpu::kGrainMedium / static_cast<size_t>(m));
-  cpu::dispatch_float(x.dtype(), "softmax", [&](auto tag) {
+  detail::dispatch_float(x.dtype(), "softmax", [&](auto tag) {
     using T = decltype(tag);
     const T* src = x.data<T>();
     T* dst = out[0].data<T>();
     cpu::parallel_for(static_cast<size_t>(rows), grain, [&](size_t b, size_t e) {
-      if constexpr (cpu::is_half_v<T>) {
+      if constexpr (detail::is_half_v<T>) {
         // Rows go through float buffers; `precise` computes in float and rounds once.
         std::vector<float> xf(m), yf(m);
         for (size_t r = b; r < e; ++r) {
@@ -104,12 +104,12 @@ void reduce::logsumexp_cpu(const Node& node, const std::vector<array>& in, std::
   const int64_t m = x.shape().back();
   const int64_t rows = static_cast<int64_t>(out[0].size());
   const size_t grain = std::max<size_t>(1, cpu::kGrainMedium / static_cast<size_t>(std::max<int64_t>(m, 1)));
-  cpu::dispatch_float(x.dtype(), "logsumexp", [&](auto tag) {
+  detail::dispatch_float(x.dtype(), "logsumexp", [&](auto tag) {
     using T = decltype(tag);
     const T* src = x.data<T>();
     T* dst = out[0].data<T>();
     cpu::parallel_for(static_cast<size_t>(rows), grain, [&](size_t b, size_t e) {
-      if constexpr (cpu::is_half_v<T>) {
+      if constexpr (detail::is_half_v<T>) {
         std::vector<float> xf(m);
         for (size_t r = b; r < e; ++r) {
           for (int64_t i = 0; i < m; ++i) xf[i] = static_cast<float>(src[r * m + i]);

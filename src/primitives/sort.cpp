@@ -93,7 +93,7 @@ void sort_cpu(const Node& node, const std::vector<array>& in, std::vector<array>
   cpu::copy_to_contiguous(in[0], o);
   if (o.size() == 0) return;
   const Rows g(o.shape(), norm_axis(node.state.i(0), static_cast<int>(o.ndim())));
-  cpu::dispatch_all(o.dtype(), [&](auto tag) { sort_rows(o.data<decltype(tag)>(), g, false, 0); });
+  detail::dispatch_all(o.dtype(), [&](auto tag) { sort_rows(o.data<decltype(tag)>(), g, false, 0); });
 }
 
 void partition_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
@@ -102,7 +102,7 @@ void partition_cpu(const Node& node, const std::vector<array>& in, std::vector<a
   if (o.size() == 0) return;
   const Rows g(o.shape(), norm_axis(node.state.i(1), static_cast<int>(o.ndim())));
   const int64_t kth = node.state.i(0) < 0 ? node.state.i(0) + g.n : node.state.i(0);
-  cpu::dispatch_all(o.dtype(), [&](auto tag) { sort_rows(o.data<decltype(tag)>(), g, true, kth); });
+  detail::dispatch_all(o.dtype(), [&](auto tag) { sort_rows(o.data<decltype(tag)>(), g, true, kth); });
 }
 
 // ArgSort (full) and ArgPartition: sort (value, position) pairs of each row.
@@ -113,7 +113,7 @@ void arg_rows(const array& input, array& o, int axis, int64_t kth, bool full) {
   const Rows g(a.shape(), axis);
   if (kth < 0) kth += g.n;
   uint32_t* dst = o.data<uint32_t>();
-  cpu::dispatch_all(a.dtype(), [&](auto tag) {
+  detail::dispatch_all(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using P = std::pair<T, uint32_t>;
     const T* src = a.data<T>();

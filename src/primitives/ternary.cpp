@@ -24,9 +24,9 @@ void select_cpu(const Node&, const std::vector<array>& in, std::vector<array>& o
   if (cond.dtype() != bool_) {
     // A loaded graph may hand a non-bool condition: test it for nonzero once, up front.
     array c(cond.shape(), bool_, nullptr, 0);
-    cpu::dispatch_all(cond.dtype(), [&](auto tag) {
+    detail::dispatch_all(cond.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      if constexpr (is_half_v<T>) {
+      if constexpr (detail::is_half_v<T>) {
         unary_run<T, bool>(cond, c, [](T v) { return static_cast<float>(v) != 0.0f; });
       } else {
         unary_run<T, bool>(cond, c, [](T v) { return v != T(0); });

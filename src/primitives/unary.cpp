@@ -113,11 +113,11 @@ void astype_cpu(const Node&, const std::vector<array>& in, std::vector<array>& o
     if (from == float16 && to == float32) return convert_blocks<float16_t, float>(in[0], out[0]);
     if (from == bfloat16 && to == float32) return convert_blocks<bfloat16_t, float>(in[0], out[0]);
   }
-  cpu::dispatch_all(in[0].dtype(), [&](auto s) {
+  detail::dispatch_all(in[0].dtype(), [&](auto s) {
     using S = decltype(s);
-    cpu::dispatch_all(out[0].dtype(), [&](auto t) {
+    detail::dispatch_all(out[0].dtype(), [&](auto t) {
       using T = decltype(t);
-      unary_run<S, T>(in[0], out[0], [](S v) { return cpu::cast_to<T>(v); });
+      unary_run<S, T>(in[0], out[0], [](S v) { return detail::cast_to<T>(v); });
     });
   });
 }
@@ -125,9 +125,9 @@ void astype_cpu(const Node&, const std::vector<array>& in, std::vector<array>& o
 void share_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) { share_input(in[0], out[0]); }
 
 void abs_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
-  cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
+  detail::dispatch_all(in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (is_complex_v<T>) {
+    if constexpr (detail::is_complex_v<T>) {
       // The magnitude goes in the real part; the op builder then casts to float32, as MLX does.
       unary_run<T, T>(in[0], out[0], [](T v) { return T(std::abs(v), 0.0f); });
     } else if constexpr (std::is_same_v<T, bool> || std::is_unsigned_v<T>) {
@@ -135,19 +135,19 @@ void abs_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out)
     } else if constexpr (std::is_integral_v<T>) {
       unary_run<T, T>(in[0], out[0], [](T v) { return v < 0 ? wrap_sub(T(0), v) : v; });
     } else {
-      unary_run<T, T>(in[0], out[0], [](T v) { return T(std::fabs(static_cast<acc_t<T>>(v))); });
+      unary_run<T, T>(in[0], out[0], [](T v) { return T(std::fabs(static_cast<detail::acc_t<T>>(v))); });
     }
   });
 }
 
 void negative_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
-  cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
+  detail::dispatch_all(in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) {
       share_input(in[0], out[0]);  // -true is still true once stored as bool
     } else if constexpr (std::is_integral_v<T>) {
       unary_run<T, T>(in[0], out[0], [](T v) { return wrap_sub(T(0), v); });
-    } else if constexpr (is_half_v<T>) {
+    } else if constexpr (detail::is_half_v<T>) {
       unary_run<T, T>(in[0], out[0], [](T v) { return T::from_bits(v.bits ^ 0x8000u); });
     } else {
       unary_run<T, T>(in[0], out[0], [](T v) { return -v; });
@@ -156,13 +156,13 @@ void negative_cpu(const Node&, const std::vector<array>& in, std::vector<array>&
 }
 
 void sign_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
-  cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
+  detail::dispatch_all(in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) {
       share_input(in[0], out[0]);
     } else if constexpr (std::is_unsigned_v<T>) {
       unary_run<T, T>(in[0], out[0], [](T v) { return T(v != 0); });
-    } else if constexpr (is_complex_v<T>) {
+    } else if constexpr (detail::is_complex_v<T>) {
       // v / |v| as MLX computes it, a C complex division by |v| + 0i: a non-finite input gives NaN in
       // both parts, and a zero part takes its sign from (a + b·0), so -0 + 100i gives +0 + 1i.
       unary_run<T, T>(in[0], out[0], [](T v) {
@@ -176,7 +176,7 @@ void sign_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out
       });
     } else {
       // NaN and -0 give +0, as in MLX.
-      using A = acc_t<T>;
+      using A = detail::acc_t<T>;
       unary_run<T, T>(in[0], out[0], [](T v) {
         A x = static_cast<A>(v);
         return T(x < A(0) ? A(-1) : (x > A(0) ? A(1) : A(0)));
@@ -186,14 +186,14 @@ void sign_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out
 }
 
 void square_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
-  cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
+  detail::dispatch_all(in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) {
       share_input(in[0], out[0]);
     } else if constexpr (std::is_integral_v<T>) {
       unary_run<T, T>(in[0], out[0], [](T v) { return wrap_mul(v, v); });
     } else {
-      using A = acc_t<T>;
+      using A = detail::acc_t<T>;
       unary_run<T, T>(in[0], out[0], [](T v) { return T(static_cast<A>(v) * static_cast<A>(v)); });
     }
   });
@@ -202,17 +202,17 @@ void square_cpu(const Node&, const std::vector<array>& in, std::vector<array>& o
 // Floor, Ceil and Round leave integers untouched (sharing the buffer) and round complex parts separately.
 template <int Mode>  // 0 floor, 1 ceil, 2 round half to even
 void rounding_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
-  cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
+  detail::dispatch_all(in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
     auto f = [](auto x) {
       if constexpr (Mode == 0) return floor_f(x);
       else if constexpr (Mode == 1) return ceil_f(x);
       else return rint_f(x);
     };
-    if constexpr (is_complex_v<T>) {
+    if constexpr (detail::is_complex_v<T>) {
       unary_run<T, T>(in[0], out[0], [f](T v) { return T(f(v.real()), f(v.imag())); });
-    } else if constexpr (is_float_v<T>) {
-      unary_run<T, T>(in[0], out[0], [f](T v) { return T(f(static_cast<acc_t<T>>(v))); });
+    } else if constexpr (detail::is_float_v<T>) {
+      unary_run<T, T>(in[0], out[0], [f](T v) { return T(f(static_cast<detail::acc_t<T>>(v))); });
     } else {
       share_input(in[0], out[0]);
     }
@@ -220,9 +220,9 @@ void rounding_cpu(const Node&, const std::vector<array>& in, std::vector<array>&
 }
 
 void logical_not_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
-  cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
+  detail::dispatch_all(in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (is_half_v<T>) {
+    if constexpr (detail::is_half_v<T>) {
       unary_run<T, bool>(in[0], out[0], [](T v) { return static_cast<float>(v) == 0.0f; });
     } else {
       unary_run<T, bool>(in[0], out[0], [](T v) { return v == T(0); });
@@ -231,7 +231,7 @@ void logical_not_cpu(const Node&, const std::vector<array>& in, std::vector<arra
 }
 
 void bitwise_invert_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
-  cpu::dispatch_all(in[0].dtype(), [&](auto tag) {
+  detail::dispatch_all(in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
       unary_run<T, T>(in[0], out[0], [](T v) { return static_cast<T>(~v); });

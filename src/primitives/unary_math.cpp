@@ -60,7 +60,7 @@ struct ExpOp {
   static constexpr Avx2Op kAvx2 = Avx2Op::Exp;
   template <typename T>
   static T apply(T x) {
-    if constexpr (is_complex_v<T>) return std::exp(x);
+    if constexpr (detail::is_complex_v<T>) return std::exp(x);
     else return T(exp_f(static_cast<float>(x)));
   }
 };
@@ -69,7 +69,7 @@ struct Expm1Op {
   template <typename T>
   static T apply(T x) {
     // MLX's complex expm1 resolves to the real overload: expm1 of the real part, imaginary part 0.
-    if constexpr (is_complex_v<T>) return T(std::expm1(x.real()), 0.0f);
+    if constexpr (detail::is_complex_v<T>) return T(std::expm1(x.real()), 0.0f);
     else return std::expm1(x);
   }
 };
@@ -77,7 +77,7 @@ struct Expm1Op {
 struct Log2Op {
   template <typename T>
   static T apply(T x) {
-    if constexpr (is_complex_v<T>) {
+    if constexpr (detail::is_complex_v<T>) {
       T l = std::log(x);
       const float ln2 = static_cast<float>(M_LN2);
       return T(l.real() / ln2, l.imag() / ln2);
@@ -90,7 +90,7 @@ struct Log2Op {
 struct Log1pOp {
   template <typename T>
   static T apply(T x) {
-    if constexpr (is_complex_v<T>) return log1p_c(x);
+    if constexpr (detail::is_complex_v<T>) return log1p_c(x);
     else return std::log1p(x);
   }
 };
@@ -99,7 +99,7 @@ struct SinOp {
   static constexpr Avx2Op kAvx2 = Avx2Op::Sin;
   template <typename T>
   static T apply(T x) {
-    if constexpr (is_complex_v<T>) return std::sin(x);
+    if constexpr (detail::is_complex_v<T>) return std::sin(x);
     else return T(sincos_f<true>(x));
   }
 };
@@ -108,7 +108,7 @@ struct CosOp {
   static constexpr Avx2Op kAvx2 = Avx2Op::Cos;
   template <typename T>
   static T apply(T x) {
-    if constexpr (is_complex_v<T>) return std::cos(x);
+    if constexpr (detail::is_complex_v<T>) return std::cos(x);
     else return T(sincos_f<false>(x));
   }
 };
@@ -118,7 +118,7 @@ struct SigmoidOp {
   static constexpr Avx2Op kAvx2 = Avx2Op::Sigmoid;
   template <typename T>
   static T apply(T x) {
-    if constexpr (is_complex_v<T>) {
+    if constexpr (detail::is_complex_v<T>) {
       // As in MLX: |x| drives the value and the lexicographic sign of x picks the branch.
       float y = 1.0f / (1.0f + exp_f(std::abs(x)));
       if (y != y) return T(y, y);  // NaN in both parts, as MLX

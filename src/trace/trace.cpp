@@ -4,7 +4,7 @@
 #include <unordered_map>
 
 #include "primitives/load.h"
-#include "trace/mode.h"
+#include "core/mode.h"
 #include "trace/tape.h"
 
 namespace kiln::detail {

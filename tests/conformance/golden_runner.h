@@ -30,7 +30,7 @@ inline nlohmann::json load_manifest(const fs::path& root) {
 
 // The primitive named by a "not implemented yet" error, or empty.
 inline std::string unsupported_primitive(const std::string& msg) {
-  for (const char* key : {"Unable to deserialize primitive ", "has no CPU implementation"}) {
+  for (const char* key : {"Unable to deserialize primitive ", "has no kernel on the "}) {
     auto p = msg.find(key);
     if (p == std::string::npos) continue;
     if (std::string(key).rfind("Unable", 0) == 0) {

@@ -10,7 +10,7 @@
 
 #include <kiln/kiln.h>
 
-#include "trace/mode.h"
+#include "core/mode.h"
 
 namespace mx = kiln;
 using ::testing::HasSubstr;

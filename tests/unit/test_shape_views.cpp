@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 
 #include "test_shape_util.h"
-#include "trace/mode.h"
+#include "core/mode.h"
 
 using namespace shape_test;
 using ::testing::HasSubstr;

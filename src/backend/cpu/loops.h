@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "backend/cpu/dispatch.h"
+#include "core/dispatch.h"
 #include "backend/cpu/threading.h"
 #include "kiln/array.h"
 

@@ -1,4 +1,4 @@
-#include "trace/mode.h"
+#include "core/mode.h"
 
 namespace kiln::detail {
 

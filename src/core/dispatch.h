@@ -1,5 +1,6 @@
-// Dtype dispatch and value conversion for CPU kernels. Dispatch happens once per kernel call, outside
-// the element loop: the callable receives a value of the C++ element type as a tag.
+// Dtype dispatch and value conversion, used by core (array conversion, printing) and by every backend's
+// kernels. Dispatch happens once per call, outside the element loop: the callable receives a value of
+// the C++ element type as a tag.
 #pragma once
 
 #include <cmath>
@@ -12,7 +13,7 @@
 
 #include "kiln/dtype.h"
 
-namespace kiln::cpu {
+namespace kiln::detail {
 
 template <typename T>
 inline constexpr bool is_half_v = std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
@@ -126,4 +127,4 @@ decltype(auto) dispatch_float(Dtype t, const char* api, F&& f) {
   }
 }
 
-}  // namespace kiln::cpu
+}  // namespace kiln::detail

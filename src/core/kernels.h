@@ -1,0 +1,48 @@
+// Kernel tables: each backend's implementations of the primitives, keyed by the primitive's row.
+//
+// A row (include/kiln/primitive.h) says what a primitive is on every device; a backend says how it runs
+// there. Each backend owns one KernelTable, filled where its kernels are written (the CPU's:
+// src/backend/cpu/kernels/<family>/, listed in src/backend/cpu/kernels/families.h), and the evaluator
+// (src/core/eval.cpp) picks the table by the device of the node's stream (kernels_for). A row without
+// a kernel on the chosen backend raises an error naming the primitive and the backend.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kiln/primitive.h"
+
+namespace kiln::detail {
+
+enum class Backend { cpu, cuda };
+const char* backend_name(Backend b);
+
+class KernelTable {
+ public:
+  explicit KernelTable(Backend backend) : backend_(backend) {}
+  // Registers the kernel of the row named `primitive`. Throws std::logic_error when the registry has no
+  // such row or the row already has a kernel here: a kernel table naming a primitive that does not
+  // exist is a bug found at start-up, not at the first call.
+  void add(const char* primitive, KernelFn fn);
+  void add(const PrimitiveDef& def, KernelFn fn);
+  // Null when this backend has no kernel for the row.
+  KernelFn find(const PrimitiveDef& def) const {
+    return def.index < by_row_.size() ? by_row_[def.index] : nullptr;
+  }
+  // The kernel, or std::invalid_argument "[eval] Primitive <display name> has no kernel on the <backend>
+  // backend in kiln yet."
+  KernelFn get(const PrimitiveDef& def, const State& state) const;
+  Backend backend() const { return backend_; }
+  // The rows that have a kernel here, in registry order.
+  std::vector<const PrimitiveDef*> covered() const;
+
+ private:
+  Backend backend_;
+  std::vector<KernelFn> by_row_;
+};
+
+// The table that runs nodes recorded on device `d`, built on first use (src/backend/backends.cpp).
+// Until kiln has a GPU backend, nodes recorded on a GPU stream (files written on a Mac) run on the CPU.
+const KernelTable& kernels_for(Device d);
+
+}  // namespace kiln::detail

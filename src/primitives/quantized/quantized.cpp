@@ -7,7 +7,7 @@
 #include "kiln/ops/reduce.h"
 #include "kiln/ops/shape.h"
 #include "primitives/common.h"
-#include "primitives/quantized_internal.h"
+#include "primitives/quantized/quantized_internal.h"
 #include "core/mode.h"
 
 namespace kiln {

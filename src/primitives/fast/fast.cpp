@@ -11,7 +11,7 @@
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/shape.h"
 #include "primitives/common.h"
-#include "primitives/fast_internal.h"
+#include "primitives/fast/fast_internal.h"
 
 namespace kiln {
 

@@ -5,8 +5,8 @@
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/shape.h"
 #include "primitives/common.h"
-#include "primitives/fast_internal.h"
-#include "primitives/quantized_internal.h"
+#include "primitives/fast/fast_internal.h"
+#include "primitives/quantized/quantized_internal.h"
 #include "primitives/quirks.h"
 
 namespace kiln {

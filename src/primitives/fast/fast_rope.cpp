@@ -4,7 +4,7 @@
 
 #include "backend/cpu/loops.h"
 #include "primitives/common.h"
-#include "primitives/fast_internal.h"
+#include "primitives/fast/fast_internal.h"
 
 namespace kiln::fastk {
 

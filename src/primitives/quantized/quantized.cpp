@@ -24,7 +24,8 @@ QuantizationMode string_to_quantization_mode(const std::string& mode, std::strin
   if (mode == "mxfp4") return QuantizationMode::Mxfp4;
   if (mode == "mxfp8") return QuantizationMode::Mxfp8;
   if (mode == "nvfp4") return QuantizationMode::Nvfp4;
-  std::string msg = tag.empty() ? "" : "[" + std::string(tag) + "]";
+  std::string msg;
+  if (!tag.empty()) msg.append("[").append(tag).append("]");
   throw std::invalid_argument(msg + " Invalid quantization mode '" + mode + "'.");
 }
 

@@ -9,7 +9,7 @@
 #include "kiln/ops/linalg.h"
 #include "kiln/ops/shape.h"
 #include "primitives/common.h"
-#include "primitives/linalg_internal.h"
+#include "backend/cpu/kernels/linalg/linalg_internal.h"
 
 namespace kiln {
 

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "primitives/common.h"
-#include "primitives/linalg_internal.h"
+#include "backend/cpu/kernels/linalg/linalg_internal.h"
 
 namespace kiln {
 

@@ -12,10 +12,9 @@ namespace kiln::primitives {
   X(shape)               \
   X(index)               \
   X(sort)                \
-  X(matmul)              \
+  X(linalg)              \
   X(conv)                \
   X(fft)                 \
-  X(linalg)              \
   X(quantized)           \
   X(random)              \
   X(fast)                \

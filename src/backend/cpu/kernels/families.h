@@ -9,6 +9,8 @@
 namespace kiln::cpu {
 
 #define KILN_CPU_KERNEL_FAMILIES(X) \
+  X(linalg)                         \
+  X(conv)                           \
   X(quantized)                      \
   X(fast)
 

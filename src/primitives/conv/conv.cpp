@@ -1,5 +1,5 @@
 // Convolution: the primitive row, its shape rule and the conv ops (conv1d/2d/3d, conv_general and the
-// transposed convolutions). The CPU kernel lives in conv_cpu.cpp.
+// transposed convolutions). The CPU kernel lives in backend/cpu/kernels/conv/conv.cpp.
 #include <cstdint>
 #include <limits>
 #include <sstream>
@@ -10,10 +10,6 @@
 #include "primitives/common.h"
 
 namespace kiln {
-
-namespace detail {
-void convolution_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out);
-}
 
 namespace {
 
@@ -163,7 +159,7 @@ void register_conv() {
                                 {"input_dilation", FieldType::IntVec},
                                 {"groups", FieldType::Int},
                                 {"flip", FieldType::Bool}},
-                               conv_infer, detail::convolution_cpu));
+                               conv_infer));
 }
 }  // namespace primitives
 

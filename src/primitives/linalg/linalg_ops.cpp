@@ -1,6 +1,6 @@
 // kiln::linalg ops: validation and graph construction for the decompositions (whose kernels are in
-// linalg.cpp) and the composite ops built from them (norm, pinv, cholesky_inv, lu, solve, cross).
-// The graphs match MLX's node for node, so traced functions export the same tapes.
+// backend/cpu/kernels/linalg/linalg.cpp) and the composite ops built from them (norm, pinv, cholesky_inv,
+// lu, solve, cross). The graphs match MLX's node for node, so traced functions export the same tapes.
 #include <cmath>
 #include <limits>
 #include <numeric>

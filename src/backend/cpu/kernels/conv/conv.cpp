@@ -14,6 +14,7 @@
 #include <limits>
 #include <vector>
 
+#include "backend/cpu/kernels/families.h"
 #include "backend/cpu/loops.h"
 #include "kiln/primitive.h"
 
@@ -333,8 +334,6 @@ void conv_typed(const Node& node, const array& x, const array& w, array& y) {
   }
 }
 
-}  // namespace
-
 void convolution_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
   detail::dispatch_float(in[0].dtype(), "conv", [&](auto tag) {
     using T = decltype(tag);
@@ -342,4 +341,10 @@ void convolution_cpu(const Node& node, const std::vector<array>& in, std::vector
   });
 }
 
+}  // namespace
+
 }  // namespace kiln::detail
+
+namespace kiln::cpu {
+void register_cpu_conv(detail::KernelTable& table) { table.add("Convolution", detail::convolution_cpu); }
+}  // namespace kiln::cpu

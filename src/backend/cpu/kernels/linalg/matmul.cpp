@@ -1,0 +1,122 @@
+// CPU kernels of Matmul and AddMM through BLAS. Operands whose strides BLAS can express (row- or
+// column-major with any leading dimension) are passed without copies; 16-bit floats are computed in
+// float32 and rounded once.
+#include <limits>
+
+#include "backend/cpu/kernels/linalg/linalg_internal.h"
+#include "core/kernels.h"
+
+namespace kiln {
+
+namespace {
+
+using namespace linalg_detail;
+
+// Strides of `x` broadcast (right-aligned) to `shape`.
+Strides broadcast_strides(const array& x, const Shape& shape) {
+  Strides st(shape.size(), 0);
+  const int lead = static_cast<int>(shape.size() - x.ndim());
+  for (int i = 0; i < static_cast<int>(x.ndim()); ++i) st[lead + i] = x.shape()[i] == 1 ? 0 : x.strides()[i];
+  return st;
+}
+
+// Whether a's matrices follow one another row after row, so that with b shared by every batch entry
+// the whole batch is one (batch·M × K) product.
+template <typename C>
+bool rows_stack(const MatOperand<C>& a, const MatOperand<C>& b, const Shape& batch, int M) {
+  if (a.trans) return false;
+  for (auto s : b.batch_strides) {
+    if (s != 0) return false;
+  }
+  int64_t expect = static_cast<int64_t>(M) * a.ld;
+  for (int d = static_cast<int>(batch.size()) - 1; d >= 0; --d) {
+    if (batch[d] != 1 && a.batch_strides[d] != expect) return false;
+    expect *= batch[d];
+  }
+  return true;
+}
+
+// out = alpha · (A @ B) + beta · Cin (Cin optional), for storage type T.
+template <typename T>
+void product(const array& A, const array& B, const array* Cin, array& out, float alpha, float beta) {
+  using C = compute_t<T>;
+  out.alloc();
+  if (out.size() == 0) return;
+  const int nd = static_cast<int>(out.ndim());
+  const int M = out.shape()[nd - 2], N = out.shape()[nd - 1], K = A.shape()[A.ndim() - 1];
+  const Shape batch(out.shape().begin(), out.shape().end() - 2);
+  const int64_t nbatch = static_cast<int64_t>(out.size() / (static_cast<size_t>(M) * N));
+
+  std::shared_ptr<detail::Data> tmp;
+  C* dst = compute_dst<C, T>(out, tmp);
+  C cbeta(0);
+  if (Cin) {
+    strided_cast_copy<T, C>(base_ptr<T>(*Cin), out.shape(), broadcast_strides(*Cin, out.shape()), dst,
+                            row_major_strides(out.shape()));
+    cbeta = C(beta);
+  }
+  if (K == 0) {
+    // The product is zero: the result is beta · c (or zeros).
+    if (!Cin) {
+      std::fill(dst, dst + out.size(), C(0));
+    } else if (beta != 1.0f) {
+      for (size_t i = 0; i < out.size(); ++i) dst[i] *= cbeta;
+    }
+  } else {
+    MatOperand<C> a = prepare_operand<T, C>(A, batch);
+    MatOperand<C> b = prepare_operand<T, C>(B, batch);
+    if (nbatch > 1 && nbatch * M <= std::numeric_limits<int>::max() && rows_stack(a, b, batch, M)) {
+      cpu::gemm(false, b.trans, static_cast<int>(nbatch * M), N, K, C(alpha), a.ptr, a.ld, b.ptr, b.ld, cbeta, dst, N);
+    } else {
+      batched_gemm<C>(
+          nbatch, M, N, K, C(alpha), a, b, cbeta, dst,
+          [&](int64_t i) { return batch_offset(i, batch, a.batch_strides); },
+          [&](int64_t i) { return batch_offset(i, batch, b.batch_strides); });
+    }
+  }
+  if constexpr (!std::is_same_v<C, T>) {
+    T* o = out.data<T>();
+    const size_t n = out.size();
+    cpu::parallel_for(n, cpu::kGrainCheap, [&](size_t s, size_t e) {
+      for (size_t i = s; i < e; ++i) o[i] = T(dst[i]);
+    });
+  }
+}
+
+template <typename F>
+void dispatch_inexact(Dtype t, const char* api, F&& f) {
+  switch (t.val) {
+    case Dtype::Val::float16: return f(float16_t{});
+    case Dtype::Val::bfloat16: return f(bfloat16_t{});
+    case Dtype::Val::float32: return f(float{});
+    case Dtype::Val::float64: return f(double{});
+    case Dtype::Val::complex64: return f(complex64_t{});
+    default:
+      throw std::invalid_argument(std::string("[") + api + "] Only inexact types are supported but found " +
+                                  dtype_name(t) + ".");
+  }
+}
+
+void matmul_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  dispatch_inexact(out[0].dtype(), "matmul", [&](auto tag) {
+    product<decltype(tag)>(in[0], in[1], nullptr, out[0], 1.0f, 0.0f);
+  });
+}
+
+void addmm_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
+  const float alpha = node.state.f(0), beta = node.state.f(1);
+  dispatch_inexact(out[0].dtype(), "addmm", [&](auto tag) {
+    product<decltype(tag)>(in[0], in[1], &in[2], out[0], alpha, beta);
+  });
+}
+
+}  // namespace
+
+namespace linalg_detail {
+void register_matmul_kernels(detail::KernelTable& table) {
+  table.add("Matmul", matmul_cpu);
+  table.add("AddMM", addmm_cpu);
+}
+}  // namespace linalg_detail
+
+}  // namespace kiln

@@ -5,7 +5,7 @@
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/shape.h"
 #include "primitives/common.h"
-#include "primitives/shape_internal.h"
+#include "primitives/shape/shape_internal.h"
 #include "core/mode.h"
 
 namespace kiln {

@@ -1,7 +1,7 @@
 // The shape family: views (shape_views.cpp, broadcast.cpp, strided.cpp), slicing (slicing.cpp),
 // joining and padding (joining.cpp) and creation (creation.cpp). This file registers them as one family.
 #include "primitives/families.h"
-#include "primitives/shape_internal.h"
+#include "primitives/shape/shape_internal.h"
 
 namespace kiln::primitives {
 

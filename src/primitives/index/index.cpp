@@ -10,7 +10,7 @@
 #include "kiln/ops/index.h"
 #include "kiln/ops/shape.h"
 #include "primitives/common.h"
-#include "primitives/index_kernels.h"
+#include "backend/cpu/kernels/index/index_kernels.h"
 
 namespace kiln {
 

@@ -7,7 +7,7 @@
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/shape.h"
 #include "primitives/common.h"
-#include "primitives/shape_internal.h"
+#include "primitives/shape/shape_internal.h"
 
 namespace kiln {
 

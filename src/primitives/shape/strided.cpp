@@ -3,7 +3,7 @@
 #include "backend/cpu/loops.h"
 #include "kiln/ops/shape.h"
 #include "primitives/common.h"
-#include "primitives/shape_internal.h"
+#include "primitives/shape/shape_internal.h"
 
 namespace kiln {
 

@@ -2,7 +2,7 @@
 #include <cstring>
 
 #include "backend/cpu/loops.h"
-#include "primitives/shape_internal.h"
+#include "primitives/shape/shape_internal.h"
 
 namespace kiln::cpu {
 

@@ -1,5 +1,6 @@
-// The shape family: views (shape_views.cpp, broadcast.cpp, strided.cpp), slicing (slicing.cpp),
-// joining and padding (joining.cpp) and creation (creation.cpp). This file registers them as one family.
+// The shape family: views (views.cpp, broadcast.cpp, strided.cpp), slicing (slicing.cpp), joining and
+// padding (joining.cpp) and creation (creation.cpp), and the gather/scatter compositions of diagonal.cpp.
+// This file registers their rows as one family; their CPU kernels are in backend/cpu/kernels/shape/.
 #include "primitives/families.h"
 #include "primitives/shape/shape_internal.h"
 

@@ -9,9 +9,11 @@
 namespace kiln::cpu {
 
 #define KILN_CPU_KERNEL_FAMILIES(X) \
-  X(linalg)                         \
-  X(conv)                           \
-  X(quantized)                      \
+  X(shape)                         \
+  X(index)                         \
+  X(linalg)                        \
+  X(conv)                          \
+  X(quantized)                     \
   X(fast)
 
 #define KILN_DECLARE_CPU_FAMILY(f) void register_cpu_##f(detail::KernelTable& table);

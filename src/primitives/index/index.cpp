@@ -1,6 +1,6 @@
 // Index primitives (Gather, GatherAxis, Scatter, ScatterAxis, MaskedScatter): registry rows, output
-// rules (which also validate files) and the ops built on them. Kernels: index_gather.cpp and
-// index_scatter.cpp.
+// rules (which also validate files) and the ops built on them. Kernels: backend/cpu/kernels/index/
+// (gather.cpp and scatter.cpp).
 #include <algorithm>
 #include <numeric>
 #include <set>
@@ -10,7 +10,6 @@
 #include "kiln/ops/index.h"
 #include "kiln/ops/shape.h"
 #include "primitives/common.h"
-#include "primitives/index_kernels.h"
 
 namespace kiln {
 
@@ -199,15 +198,13 @@ std::string scatter_axis_display(const State& st) { return st.i(0) == 0 ? "Scatt
 namespace primitives {
 void register_index() {
   registry::define(detail::row("Gather", {1, -1}, {{"axes", FieldType::IntVec}, {"slice_sizes", FieldType::ShapeF}},
-                               gather_infer, index_detail::gather_cpu));
-  registry::define(detail::row("GatherAxis", 2, {{"axis", FieldType::Int}},
-                               gather_axis_infer, index_detail::gather_axis_cpu));
+                               gather_infer));
+  registry::define(detail::row("GatherAxis", 2, {{"axis", FieldType::Int}}, gather_axis_infer));
   registry::define(detail::row("Scatter", {2, -1}, {{"type", FieldType::Int}, {"axes", FieldType::IntVec}},
-                               scatter_infer, index_detail::scatter_cpu,
-                               {.display = scatter_display, .shapeless = false}));
+                               scatter_infer, {.display = scatter_display, .shapeless = false}));
   registry::define(detail::row("ScatterAxis", 3, {{"type", FieldType::Int}, {"axis", FieldType::Int}},
-                               scatter_axis_infer, index_detail::scatter_axis_cpu, {.display = scatter_axis_display}));
-  registry::define(detail::row("MaskedScatter", 3, {}, masked_scatter_infer, index_detail::masked_scatter_cpu));
+                               scatter_axis_infer, {.display = scatter_axis_display}));
+  registry::define(detail::row("MaskedScatter", 3, {}, masked_scatter_infer));
 }
 }  // namespace primitives
 

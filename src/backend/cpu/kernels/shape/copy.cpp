@@ -1,8 +1,8 @@
 // Copy and fill loops shared by the shape family's kernels (concatenate, pad, slice updates, full).
 #include <cstring>
 
+#include "backend/cpu/kernels/shape/shape_kernels.h"
 #include "backend/cpu/loops.h"
-#include "primitives/shape_internal.h"
 
 namespace kiln::cpu {
 

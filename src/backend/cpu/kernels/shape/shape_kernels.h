@@ -1,24 +1,23 @@
-// Private to the shape family: the registration of its sub-files (called by register_shape() in
-// shape.cpp) and the copy helpers its kernels share (strided region copies and fills, dispatched on the
-// item size so one loop serves every dtype).
+// Private to the shape family's CPU kernels: the registration of their files (called by
+// register_cpu_shape() in shape.cpp) and the copy helpers they share (copy.cpp: strided region copies
+// and fills, dispatched on the item size so one loop serves every dtype).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "core/kernels.h"
 #include "kiln/array.h"
 #include "kiln/primitive.h"
 
-namespace kiln::primitives {
-void register_shape_views();
-void register_broadcast();
-void register_strided();
-void register_slicing();
-void register_joining();
-void register_creation();
-}  // namespace kiln::primitives
-
 namespace kiln::cpu {
+
+void register_cpu_views(detail::KernelTable& table);
+void register_cpu_broadcast(detail::KernelTable& table);
+void register_cpu_strided(detail::KernelTable& table);
+void register_cpu_slicing(detail::KernelTable& table);
+void register_cpu_joining(detail::KernelTable& table);
+void register_cpu_creation(detail::KernelTable& table);
 
 // Copy the elements of a `shape`-shaped region: from `src` (element strides `sst`, element offset
 // `soff`) to `dst` (strides `dst_st`, offset `doff`); both are raw buffers of items of `isz` bytes.

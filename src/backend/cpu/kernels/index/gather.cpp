@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "primitives/index_kernels.h"
+#include "backend/cpu/kernels/index/index_kernels.h"
 
 namespace kiln::index_detail {
 

@@ -1,4 +1,5 @@
-// Shared pieces of the gather/scatter CPU kernels (index_gather.cpp, index_scatter.cpp).
+// Shared pieces of the gather/scatter CPU kernels (gather.cpp, scatter.cpp), and the kernels that
+// register_cpu_index() (index.cpp) adds to the CPU table.
 #pragma once
 
 #include <cstdint>

@@ -1,13 +1,13 @@
 // Array creation: the Full and Arange primitives and the composites MLX builds from them (zeros, ones,
-// *_like, linspace, eye, identity, tri, tril, triu, meshgrid).
+// *_like, linspace, eye, identity, tri, tril, triu, meshgrid). CPU kernels:
+// backend/cpu/kernels/shape/creation.cpp.
 #include <climits>
 #include <cmath>
 
-#include "backend/cpu/loops.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/shape.h"
 #include "primitives/common.h"
-#include "primitives/shape_internal.h"
+#include "primitives/shape/shape_internal.h"
 
 namespace kiln {
 
@@ -18,21 +18,6 @@ namespace {
 // ---- Full ----
 
 std::vector<ArraySpec> full_infer(const State&, const std::vector<ArraySpec>& in) { return {in[0]}; }
-
-// The input is already broadcast to the output shape and cast: materialise it.
-void full_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
-  const array& v = in[0];
-  array& o = out[0];
-  o.alloc();
-  if (o.size() == 0) return;
-  bool uniform = true;
-  for (size_t i = 0; i < v.ndim(); ++i) uniform = uniform && (v.shape()[i] == 1 || v.strides()[i] == 0);
-  if (uniform) {
-    cpu::fill_items(o.raw_data(), o.size(), v.raw_data(), o.itemsize());
-  } else {
-    cpu::copy_into(v, o, o.strides(), 0);
-  }
-}
 
 // ---- Arange ----
 
@@ -52,55 +37,16 @@ std::vector<ArraySpec> arange_infer(const State& st, const std::vector<ArraySpec
   return {{Shape{arange_length(start, stop, step)}, float32}};
 }
 
-// As MLX computes it: the first value and the step are converted to the output type, and each next value
-// is the previous one plus the step in that type (so the rounding accumulates the same way).
-template <typename T>
-void arange_fill(T* dst, size_t n, double start, double step) {
-  T v = detail::cast_to<T>(start);
-  const T next = detail::cast_to<T>(start + step);
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;  // wrapping arithmetic without signed overflow
-    const U d = static_cast<U>(static_cast<U>(next) - static_cast<U>(v));
-    for (size_t i = 0; i < n; ++i) {
-      dst[i] = v;
-      v = static_cast<T>(static_cast<U>(static_cast<U>(v) + d));
-    }
-  } else if constexpr (detail::is_half_v<T>) {
-    const T d = T(static_cast<float>(next) - static_cast<float>(v));
-    for (size_t i = 0; i < n; ++i) {
-      dst[i] = v;
-      v = T(static_cast<float>(v) + static_cast<float>(d));
-    }
-  } else {
-    const T d = next - v;
-    for (size_t i = 0; i < n; ++i) {
-      dst[i] = v;
-      v += d;
-    }
-  }
-}
-
-void arange_cpu(const Node& n, const std::vector<array>&, std::vector<array>& out) {
-  array& o = out[0];
-  if (o.dtype() == bool_) fail("[arange] bool not supported for arange.");
-  o.alloc();
-  const double start = n.state.get<double>(0), step = n.state.get<double>(2);
-  detail::dispatch_all(o.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (!std::is_same_v<T, bool>) arange_fill<T>(o.data<T>(), o.size(), start, step);
-  });
-}
-
 const PrimitiveDef& def_of(const char* name) { return detail::def(name); }
 
 }  // namespace
 
 namespace primitives {
 void register_creation() {
-  registry::define(detail::row("Full", 1, {}, full_infer, full_cpu));
+  registry::define(detail::row("Full", 1, {}, full_infer));
   registry::define(detail::row("Arange", 0,
                                {{"start", FieldType::Double}, {"stop", FieldType::Double}, {"step", FieldType::Double}},
-                               arange_infer, arange_cpu));
+                               arange_infer));
 }
 }  // namespace primitives
 

@@ -1,13 +1,14 @@
 // Slicing primitives: Slice, SliceUpdate, DynamicSlice, DynamicSliceUpdate and Split. Slices and split
-// pieces are views of the input; updates copy the source once and write the update region.
+// pieces are views of the input; updates copy the source once and write the update region. CPU kernels:
+// backend/cpu/kernels/shape/slicing.cpp.
 #include <algorithm>
 #include <set>
 
-#include "backend/cpu/loops.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/shape.h"
 #include "primitives/common.h"
-#include "primitives/shape_internal.h"
+#include "primitives/shape/shape_internal.h"
+#include "primitives/shape/shape_state.h"
 
 namespace kiln {
 
@@ -45,9 +46,12 @@ bool normalize_slice(const Shape& shape, Shape& start, const Shape& stop, Shape&
   return neg;
 }
 
-// Every element of a `region`-shaped window starting at `start` with `strides` lies inside `shape`.
-void check_region(const Shape& shape, const Shape& start, const Shape& strides, const Shape& region,
-                  const char* api) {
+}  // namespace
+
+// Every element of a `region`-shaped window starting at `start` with `strides` lies inside `shape`
+// (shape_state.h: the slice kernels check their windows with it too).
+void shape_detail::check_region(const Shape& shape, const Shape& start, const Shape& strides, const Shape& region,
+                                const char* api) {
   if (start.size() != shape.size() || strides.size() != shape.size() || region.size() != shape.size()) {
     fail(std::string("[") + api + "] Invalid number of indices or strides for array with dimension " +
          std::to_string(shape.size()) + ".");
@@ -64,6 +68,11 @@ void check_region(const Shape& shape, const Shape& start, const Shape& strides, 
     }
   }
 }
+
+namespace {
+
+using shape_detail::check_region;
+using shape_detail::shp;
 
 // The output shape a recorded (already normalised) Slice state gives when every stride is taken as
 // recorded. Where MLX forced a stride to 1 (one-element outputs) the true length is 1 instead; the
@@ -88,8 +97,6 @@ Shape slice_shape_from_state(const Shape& shape, const Shape& start, const Shape
   }
   return out;
 }
-
-const Shape& shp(const State& st, size_t i) { return st.get<std::vector<int32_t>>(i); }
 
 std::vector<ArraySpec> slice_infer(const State& st, const std::vector<ArraySpec>& in) {
   Shape out = slice_shape_from_state(in[0].shape, shp(st, 0), shp(st, 1), shp(st, 2));
@@ -126,52 +133,10 @@ void slice_check(const State& st, const std::vector<ArraySpec>& in, const std::v
   check_region(shape, start, k, rec, "slice");
 }
 
-void slice_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
-  const array& a = in[0];
-  array& o = out[0];
-  const Shape &start = shp(n.state, 0), &k = shp(n.state, 2);
-  check_region(a.shape(), start, k, o.shape(), "slice");
-  Strides st(a.ndim());
-  int64_t off = a.offset();
-  for (size_t i = 0; i < a.ndim(); ++i) {
-    st[i] = a.strides()[i] * k[i];
-    if (o.size() > 0) off += a.strides()[i] * start[i];
-  }
-  o.set_view(a, std::move(st), off);
-}
-
 std::vector<ArraySpec> slice_update_infer(const State& st, const std::vector<ArraySpec>& in) {
   if (in[1].dtype != in[0].dtype) fail("[slice_update] The update must have the dtype of the source array.");
   check_region(in[0].shape, shp(st, 0), shp(st, 2), in[1].shape, "slice_update");
   return {in[0]};
-}
-
-// The output starts as a copy of the source (or shares it when nothing is written).
-void copy_source(const array& src, array& o) {
-  if (src.size() == 0) {
-    o.set_view(src, src.strides(), src.offset());
-  } else {
-    cpu::copy_to_contiguous(src, o);
-  }
-}
-
-void slice_update_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
-  const array &src = in[0], &upd = in[1];
-  array& o = out[0];
-  if (upd.size() == 0) {
-    o.set_view(src, src.strides(), src.offset());
-    return;
-  }
-  const Shape &start = shp(n.state, 0), &k = shp(n.state, 2);
-  check_region(src.shape(), start, k, upd.shape(), "slice_update");
-  copy_source(src, o);
-  Strides st(o.ndim());
-  int64_t off = 0;
-  for (size_t i = 0; i < o.ndim(); ++i) {
-    st[i] = o.strides()[i] * k[i];
-    off += o.strides()[i] * start[i];
-  }
-  cpu::copy_into(upd, o, st, off);
 }
 
 // ---- dynamic slices ----
@@ -217,31 +182,6 @@ void check_start_spec(const ArraySpec& a, const ArraySpec& start, const std::vec
   check_axes(axes, static_cast<int>(a.shape.size()), false, api);
 }
 
-// The element offset of the window: start values read as signed integers and clamped so the window of
-// `window` fits inside `a` (MLX reads them unchecked; a bad start must not reach outside the buffer).
-int64_t dynamic_offset(const array& start, const std::vector<int32_t>& axes, const Shape& shape,
-                       const Shape& window, const Strides& strides) {
-  int64_t off = 0;
-  const char* base = static_cast<const char*>(start.buffer()->ptr);
-  const int64_t sst = start.ndim() == 1 ? start.strides()[0] : 0;
-  detail::dispatch_all(start.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_integral_v<T>) {
-      const T* p = reinterpret_cast<const T*>(base) + start.offset();
-      for (size_t i = 0; i < axes.size(); ++i) {
-        int64_t v = static_cast<int64_t>(p[static_cast<int64_t>(i) * sst]);
-        if constexpr (std::is_same_v<T, uint64_t>) {
-          if (p[static_cast<int64_t>(i) * sst] > static_cast<uint64_t>(INT64_MAX)) v = INT64_MAX;
-        }
-        const int ax = axes[i];
-        v = std::clamp<int64_t>(v, 0, std::max<int64_t>(shape[ax] - window[ax], 0));
-        off += v * strides[ax];
-      }
-    }
-  });
-  return off;
-}
-
 std::vector<ArraySpec> dynamic_slice_infer(const State& st, const std::vector<ArraySpec>& in) {
   const auto& axes = st.ints(0);
   const Shape& size = shp(st, 1);
@@ -258,14 +198,6 @@ std::vector<ArraySpec> dynamic_slice_infer(const State& st, const std::vector<Ar
   return {{size, in[0].dtype}};
 }
 
-void dynamic_slice_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
-  const array& a = in[0];
-  array& o = out[0];
-  int64_t off = a.offset();
-  if (o.size() > 0) off += dynamic_offset(in[1], n.state.ints(0), a.shape(), o.shape(), a.strides());
-  o.set_view(a, a.strides(), off);
-}
-
 std::vector<ArraySpec> dynamic_slice_update_infer(const State& st, const std::vector<ArraySpec>& in) {
   check_start_spec(in[0], in[2], st.ints(0), "slice_update");
   if (in[1].dtype != in[0].dtype) fail("[slice_update] The update must have the dtype of the source array.");
@@ -277,18 +209,6 @@ std::vector<ArraySpec> dynamic_slice_update_infer(const State& st, const std::ve
          ".");
   }
   return {in[0]};
-}
-
-void dynamic_slice_update_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
-  const array &src = in[0], &upd = in[1];
-  array& o = out[0];
-  if (upd.size() == 0) {
-    o.set_view(src, src.strides(), src.offset());
-    return;
-  }
-  copy_source(src, o);
-  int64_t off = dynamic_offset(in[2], n.state.ints(0), o.shape(), upd.shape(), o.strides());
-  cpu::copy_into(upd, o, o.strides(), off);
 }
 
 // ---- Split ----
@@ -317,17 +237,6 @@ std::vector<ArraySpec> split_infer(const State& st, const std::vector<ArraySpec>
   return out;
 }
 
-void split_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
-  const array& a = in[0];
-  const Shape& idx = shp(n.state, 0);
-  const int ax = n.state.i(1);
-  for (size_t i = 0; i < out.size(); ++i) {
-    int64_t begin = i == 0 ? 0 : idx[i - 1];
-    int64_t off = a.offset() + (out[i].size() > 0 ? begin * a.strides()[ax] : 0);
-    out[i].set_view(a, a.strides(), off);
-  }
-}
-
 const PrimitiveDef& def_of(const char* name) { return detail::def(name); }
 
 std::vector<int32_t> to_i32(const std::vector<int>& v) { return std::vector<int32_t>(v.begin(), v.end()); }
@@ -351,15 +260,15 @@ namespace primitives {
 void register_slicing() {
   const std::vector<Field> slice_fields{
       {"start", FieldType::ShapeF}, {"stop", FieldType::ShapeF}, {"strides", FieldType::ShapeF}};
-  registry::define(detail::row("Slice", 1, slice_fields, slice_infer, slice_cpu,
+  registry::define(detail::row("Slice", 1, slice_fields, slice_infer,
                                {.shapeless = false, .check = slice_check}));
-  registry::define(detail::row("SliceUpdate", 2, slice_fields, slice_update_infer, slice_update_cpu));
+  registry::define(detail::row("SliceUpdate", 2, slice_fields, slice_update_infer));
   registry::define(detail::row("DynamicSlice", 2, {{"axes", FieldType::IntVec}, {"slice_size", FieldType::ShapeF}},
-                               dynamic_slice_infer, dynamic_slice_cpu));
+                               dynamic_slice_infer));
   registry::define(detail::row("DynamicSliceUpdate", 3, {{"axes", FieldType::IntVec}},
-                               dynamic_slice_update_infer, dynamic_slice_update_cpu));
+                               dynamic_slice_update_infer));
   registry::define(detail::row("Split", 1, {{"indices", FieldType::ShapeF}, {"axis", FieldType::Int}},
-                               split_infer, split_cpu, {.num_outputs = -1, .shapeless = false}));
+                               split_infer, {.num_outputs = -1, .shapeless = false}));
 }
 }  // namespace primitives
 

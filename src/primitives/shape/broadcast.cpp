@@ -1,11 +1,11 @@
 // Broadcasting: the Broadcast and BroadcastAxes primitives (views with stride 0 along broadcast axes)
 // and broadcast_to / broadcast_arrays. Under a shapeless trace, broadcast_arrays emits MLX's multi-input
-// forms so that a replay on new shapes can recompute the target.
-#include "backend/cpu/loops.h"
+// forms so that a replay on new shapes can recompute the target. CPU kernel:
+// backend/cpu/kernels/shape/broadcast.cpp.
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/shape.h"
 #include "primitives/common.h"
-#include "primitives/shape_internal.h"
+#include "primitives/shape/shape_internal.h"
 #include "core/mode.h"
 
 namespace kiln {
@@ -62,29 +62,15 @@ std::vector<ArraySpec> broadcast_axes_infer(const State& st, const std::vector<A
   return {{broadcast_axes_shape(shapes, st.ints(0)), in[0].dtype}};
 }
 
-// Input 0 viewed at the output shape: stride 0 along broadcast dimensions. Serves both primitives
-// (the ignored axes of BroadcastAxes have equal sizes, so they keep their strides).
-void broadcast_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
-  const array& a = in[0];
-  array& o = out[0];
-  const int nd = static_cast<int>(o.ndim());
-  const int off = nd - static_cast<int>(a.ndim());
-  Strides st(nd, 0);
-  for (int i = 0; i < static_cast<int>(a.ndim()); ++i) {
-    st[off + i] = a.shape()[i] == o.shape()[off + i] ? a.strides()[i] : 0;
-  }
-  o.set_view(a, std::move(st), a.offset());
-}
-
 const PrimitiveDef& def_of(const char* name) { return detail::def(name); }
 
 }  // namespace
 
 namespace primitives {
 void register_broadcast() {
-  registry::define(detail::row("Broadcast", {1, -1}, {{"shape", FieldType::ShapeF}}, broadcast_infer, broadcast_cpu));
+  registry::define(detail::row("Broadcast", {1, -1}, {{"shape", FieldType::ShapeF}}, broadcast_infer));
   registry::define(detail::row("BroadcastAxes", {1, -1}, {{"ignore_axes", FieldType::IntVec}},
-                               broadcast_axes_infer, broadcast_cpu));
+                               broadcast_axes_infer));
 }
 }  // namespace primitives
 

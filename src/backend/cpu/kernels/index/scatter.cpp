@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "backend/cpu/ordering.h"
-#include "primitives/index_kernels.h"
+#include "backend/cpu/kernels/index/index_kernels.h"
 
 namespace kiln::index_detail {
 

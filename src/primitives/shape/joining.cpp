@@ -1,13 +1,14 @@
 // Joining and padding: the Concatenate and Pad primitives, and the composites MLX builds from them and
-// from the view primitives (stack, tile, repeat, roll, edge padding).
+// from the view primitives (stack, tile, repeat, roll, edge padding). CPU kernels:
+// backend/cpu/kernels/shape/joining.cpp.
 #include <algorithm>
 #include <numeric>
 
-#include "backend/cpu/loops.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/shape.h"
 #include "primitives/common.h"
-#include "primitives/shape_internal.h"
+#include "primitives/shape/shape_internal.h"
+#include "primitives/shape/shape_state.h"
 
 namespace kiln {
 
@@ -49,21 +50,12 @@ std::vector<ArraySpec> concatenate_infer(const State& st, const std::vector<Arra
   return {{shape, in[0].dtype}};
 }
 
-void concatenate_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
-  array& o = out[0];
-  o.alloc();
-  const int ax = n.state.i(0);
-  int64_t pos = 0;
-  for (auto& a : in) {
-    cpu::copy_into(a, o, o.strides(), pos * o.strides()[ax]);
-    pos += a.shape()[ax];
-  }
-}
+}  // namespace
 
 // ---- Pad ----
 
-// Per-dimension low and high padding from the (axes, low, high) state; axes may be negative.
-void pad_amounts(const State& st, int nd, Shape& low, Shape& high) {
+// Per-dimension low and high padding (shape_state.h): the Pad kernel reads the state with it too.
+void shape_detail::pad_amounts(const State& st, int nd, Shape& low, Shape& high) {
   const auto& axes = st.ints(0);
   const Shape &lo = st.get<std::vector<int32_t>>(1), &hi = st.get<std::vector<int32_t>>(2);
   if (axes.size() != lo.size() || axes.size() != hi.size()) {
@@ -79,6 +71,10 @@ void pad_amounts(const State& st, int nd, Shape& low, Shape& high) {
   }
 }
 
+namespace {
+
+using shape_detail::pad_amounts;
+
 std::vector<ArraySpec> pad_infer(const State& st, const std::vector<ArraySpec>& in) {
   Shape low, high, out = in[0].shape;
   pad_amounts(st, static_cast<int>(out.size()), low, high);
@@ -91,18 +87,6 @@ std::vector<ArraySpec> pad_infer(const State& st, const std::vector<ArraySpec>& 
   }
   shape_size(out, "pad");
   return {{out, in[0].dtype}};
-}
-
-void pad_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
-  const array &a = in[0], &v = in[1];
-  array& o = out[0];
-  o.alloc();
-  cpu::fill_items(o.raw_data(), o.size(), v.raw_data(), o.itemsize());
-  Shape low, high;
-  pad_amounts(n.state, static_cast<int>(o.ndim()), low, high);
-  int64_t off = 0;
-  for (size_t i = 0; i < o.ndim(); ++i) off += low[i] * o.strides()[i];
-  cpu::copy_into(a, o, o.strides(), off);
 }
 
 const PrimitiveDef& def_of(const char* name) { return detail::def(name); }
@@ -141,11 +125,11 @@ array edge_pad(const array& a, const Shape& low, const Shape& high, const Shape&
 
 namespace primitives {
 void register_joining() {
-  registry::define(detail::row("Concatenate", {1, -1}, {{"axis", FieldType::Int}}, concatenate_infer, concatenate_cpu));
+  registry::define(detail::row("Concatenate", {1, -1}, {{"axis", FieldType::Int}}, concatenate_infer));
   registry::define(detail::row("Pad", 2,
                                {{"axes", FieldType::IntVec}, {"low_pad_size", FieldType::ShapeF},
                                 {"high_pad_size", FieldType::ShapeF}},
-                               pad_infer, pad_cpu, {.shapeless = false}));
+                               pad_infer, {.shapeless = false}));
 }
 }  // namespace primitives
 

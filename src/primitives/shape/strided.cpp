@@ -1,9 +1,9 @@
 // AsStrided (a view with arbitrary element strides over the flattened input, bounds-checked) and
 // Contiguous (a row-contiguous copy unless the input already is one; not serializable by MLX 0.30.1).
-#include "backend/cpu/loops.h"
+// CPU kernels: backend/cpu/kernels/shape/strided.cpp.
 #include "kiln/ops/shape.h"
 #include "primitives/common.h"
-#include "primitives/shape_internal.h"
+#include "primitives/shape/shape_internal.h"
 
 namespace kiln {
 
@@ -41,35 +41,9 @@ std::vector<ArraySpec> as_strided_infer(const State& st, const std::vector<Array
   return {{shape, in[0].dtype}};
 }
 
-void as_strided_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
-  // The strides count elements of the row-major input; make it so when a view was passed.
-  array src = cpu::contiguous_copy(in[0]);
-  out[0].set_view(src, n.state.get<std::vector<int64_t>>(1),
-                  src.offset() + static_cast<int64_t>(n.state.get<uint64_t>(2)));
-}
-
 // ---- Contiguous ----
 
 std::vector<ArraySpec> same_infer(const State&, const std::vector<ArraySpec>& in) { return {in[0]}; }
-
-bool col_contiguous(const array& a) {
-  int64_t acc = 1;
-  for (size_t i = 0; i < a.ndim(); ++i) {
-    if (a.shape()[i] == 1) continue;
-    if (a.strides()[i] != acc) return false;
-    acc *= a.shape()[i];
-  }
-  return true;
-}
-
-void contiguous_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
-  const array& a = in[0];
-  if (a.row_contiguous() || (n.state.b(0) && col_contiguous(a))) {
-    out[0].set_view(a, a.strides(), a.offset());
-  } else {
-    cpu::copy_to_contiguous(a, out[0]);
-  }
-}
 
 const PrimitiveDef& def_of(const char* name) { return detail::def(name); }
 
@@ -80,10 +54,10 @@ void register_strided() {
   registry::define(detail::row("AsStrided", 1,
                                {{"shape", FieldType::ShapeF}, {"strides", FieldType::StridesF},
                                 {"offset", FieldType::Size}},
-                               as_strided_infer, as_strided_cpu, {.shapeless = false}));
+                               as_strided_infer, {.shapeless = false}));
   // kNoOp: an export drops it (it changes the layout, never the values), so kiln exports contiguous()
   // where MLX 0.30.1 refuses it, and the file stays readable by MLX.
-  registry::define(detail::row("Contiguous", 1, {{"allow_col_major", FieldType::Bool}}, same_infer, contiguous_cpu,
+  registry::define(detail::row("Contiguous", 1, {{"allow_col_major", FieldType::Bool}}, same_infer,
                                {.flags = kNotSerializable | kNoOp}));
 }
 }  // namespace primitives

@@ -1,15 +1,13 @@
 // Shape primitives that re-describe their input without moving data: Reshape, Transpose, ExpandDims,
 // Squeeze, Flatten and Unflatten (broadcasts are in broadcast.cpp, AsStrided and Contiguous in
-// strided.cpp). Their kernels share the input's buffer (array::set_view); only a reshape of data that
-// no strides can describe copies.
+// strided.cpp). Their CPU kernels are in backend/cpu/kernels/shape/views.cpp.
 #include <algorithm>
 #include <numeric>
 #include <set>
 
-#include "backend/cpu/loops.h"
 #include "kiln/ops/shape.h"
 #include "primitives/common.h"
-#include "primitives/shape_internal.h"
+#include "primitives/shape/shape_internal.h"
 
 namespace kiln {
 
@@ -56,58 +54,6 @@ std::vector<ArraySpec> reshape_infer(const State& st, const std::vector<ArraySpe
   return {{resolve_reshape(n, st.get<std::vector<int32_t>>(0)), in[0].dtype}};
 }
 
-// Strides that let `out_shape` view the data of `in` without a copy, if any exist (the input's
-// dimensions must split or merge only where they are laid out contiguously).
-bool nocopy_strides(const array& in, const Shape& out_shape, Strides& out_st) {
-  std::vector<int64_t> od, os;
-  for (size_t i = 0; i < in.ndim(); ++i) {
-    if (in.shape()[i] != 1) {
-      od.push_back(in.shape()[i]);
-      os.push_back(in.strides()[i]);
-    }
-  }
-  const int on = static_cast<int>(od.size()), nn = static_cast<int>(out_shape.size());
-  out_st.assign(nn, 0);
-  int oi = 0, oj = 1, ni = 0, nj = 1;
-  while (ni < nn && oi < on) {
-    int64_t np = out_shape[ni], op = od[oi];
-    while (np != op) {
-      if (np < op) {
-        if (nj >= nn) return false;
-        np *= out_shape[nj++];
-      } else {
-        if (oj >= on) return false;
-        op *= od[oj++];
-      }
-    }
-    for (int k = oi; k < oj - 1; ++k) {
-      if (os[k] != od[k + 1] * os[k + 1]) return false;
-    }
-    out_st[nj - 1] = os[oj - 1];
-    for (int k = nj - 1; k > ni; --k) out_st[k - 1] = out_st[k] * out_shape[k];
-    ni = nj++;
-    oi = oj++;
-  }
-  return true;
-}
-
-void reshape_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
-  const array& a = in[0];
-  array& o = out[0];
-  if (a.row_contiguous() || o.size() == 0) {
-    o.set_view(a, row_major_strides(o.shape()), a.offset());
-    return;
-  }
-  Strides st;
-  if (nocopy_strides(a, o.shape(), st)) {
-    o.set_view(a, std::move(st), a.offset());
-    return;
-  }
-  // Copy in the input's logical order (the shapes differ, so the copy walks the input's shape).
-  o.alloc();
-  cpu::copy_into(a, o, row_major_strides(a.shape()), 0);
-}
-
 // ---- Transpose ----
 
 Shape transpose_shape(const Shape& in, const std::vector<int32_t>& axes, const char* api) {
@@ -135,13 +81,6 @@ std::vector<ArraySpec> transpose_infer(const State& st, const std::vector<ArrayS
   return {{transpose_shape(in[0].shape, st.ints(0), "transpose"), in[0].dtype}};
 }
 
-void transpose_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
-  const auto& axes = n.state.ints(0);
-  Strides st(axes.size());
-  for (size_t i = 0; i < axes.size(); ++i) st[i] = in[0].strides()[axes[i]];
-  out[0].set_view(in[0], std::move(st), in[0].offset());
-}
-
 // ---- ExpandDims and Squeeze ----
 
 // Inserting a 1 at each axis in turn (MLX's rule); axes are positions in the growing shape.
@@ -155,12 +94,6 @@ std::vector<ArraySpec> expand_dims_infer(const State& st, const std::vector<Arra
     s.insert(s.begin() + ax, 1);
   }
   return {{s, in[0].dtype}};
-}
-
-void expand_dims_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
-  Strides st = in[0].strides();
-  for (int ax : n.state.ints(0)) st.insert(st.begin() + ax, 0);
-  out[0].set_view(in[0], std::move(st), in[0].offset());
 }
 
 std::vector<ArraySpec> squeeze_infer(const State& st, const std::vector<ArraySpec>& in) {
@@ -183,19 +116,6 @@ std::vector<ArraySpec> squeeze_infer(const State& st, const std::vector<ArraySpe
     fail("[squeeze] Invalid axes " + shape_str(axes) + " for array with " + std::to_string(s.size()) + " dimensions.");
   }
   return {{out, in[0].dtype}};
-}
-
-void squeeze_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
-  const auto& axes = n.state.ints(0);
-  Strides st;
-  for (size_t i = 0, j = 0; i < in[0].ndim(); ++i) {
-    if (j < axes.size() && static_cast<int>(i) == axes[j]) {
-      ++j;
-    } else {
-      st.push_back(in[0].strides()[i]);
-    }
-  }
-  out[0].set_view(in[0], std::move(st), in[0].offset());
 }
 
 // ---- Flatten and Unflatten ----
@@ -242,14 +162,14 @@ const PrimitiveDef& def_of(const char* name) { return detail::def(name); }
 namespace primitives {
 void register_shape_views() {
   const Field ints{"axes", FieldType::IntVec};
-  registry::define(detail::row("Reshape", 1, {{"shape", FieldType::ShapeF}}, reshape_infer, reshape_cpu));
-  registry::define(detail::row("Transpose", 1, {ints}, transpose_infer, transpose_cpu));
-  registry::define(detail::row("ExpandDims", 1, {ints}, expand_dims_infer, expand_dims_cpu));
-  registry::define(detail::row("Squeeze", 1, {ints}, squeeze_infer, squeeze_cpu));
+  registry::define(detail::row("Reshape", 1, {{"shape", FieldType::ShapeF}}, reshape_infer));
+  registry::define(detail::row("Transpose", 1, {ints}, transpose_infer));
+  registry::define(detail::row("ExpandDims", 1, {ints}, expand_dims_infer));
+  registry::define(detail::row("Squeeze", 1, {ints}, squeeze_infer));
   registry::define(detail::row("Flatten", 1, {{"start_axis", FieldType::Int}, {"end_axis", FieldType::Int}},
-                               flatten_infer, reshape_cpu));
+                               flatten_infer));
   registry::define(detail::row("Unflatten", 1, {{"axis", FieldType::Int}, {"shape", FieldType::ShapeF}},
-                               unflatten_infer, reshape_cpu));
+                               unflatten_infer));
 }
 }  // namespace primitives
 

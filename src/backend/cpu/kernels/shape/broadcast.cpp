@@ -1,0 +1,30 @@
+// CPU kernel of the broadcast rows (primitives/shape/broadcast.cpp): Broadcast and BroadcastAxes are
+// views with stride 0 along broadcast axes.
+#include "backend/cpu/kernels/shape/shape_kernels.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+// Input 0 viewed at the output shape: stride 0 along broadcast dimensions. Serves both primitives
+// (the ignored axes of BroadcastAxes have equal sizes, so they keep their strides).
+void broadcast_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  const array& a = in[0];
+  array& o = out[0];
+  const int nd = static_cast<int>(o.ndim());
+  const int off = nd - static_cast<int>(a.ndim());
+  Strides st(nd, 0);
+  for (int i = 0; i < static_cast<int>(a.ndim()); ++i) {
+    st[off + i] = a.shape()[i] == o.shape()[off + i] ? a.strides()[i] : 0;
+  }
+  o.set_view(a, std::move(st), a.offset());
+}
+
+}  // namespace
+
+void register_cpu_broadcast(detail::KernelTable& table) {
+  table.add("Broadcast", broadcast_cpu);
+  table.add("BroadcastAxes", broadcast_cpu);
+}
+
+}  // namespace kiln::cpu

@@ -1,6 +1,6 @@
 // The reduction family's primitive rows: Reduce, ArgReduce, LogSumExp, Softmax, NumberOfElements.
 // Kernels live in reduce_cpu.cpp, arg_reduce_cpu.cpp and softmax.cpp; op builders in reduce_ops.cpp.
-#include "primitives/reduce.h"
+#include "primitives/reduce/reduce.h"
 
 #include <algorithm>
 #include <cstdlib>

@@ -18,7 +18,7 @@
 #include "kiln/ops/reduce.h"
 #include "kiln/ops/shape.h"
 #include "primitives/common.h"
-#include "primitives/reduce.h"
+#include "primitives/reduce/reduce.h"
 
 namespace kiln {
 

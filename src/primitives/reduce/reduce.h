@@ -1,4 +1,5 @@
-// Internal declarations shared by the reduction family's files (reduce*.cpp, softmax.cpp, scan.cpp).
+// Internal declarations shared by the reduction family's rows and op builders (src/primitives/reduce/)
+// and its CPU kernels (src/backend/cpu/kernels/reduce/): state codes and output dtypes.
 #pragma once
 
 #include <cstdint>
@@ -26,40 +27,7 @@ using SumOut = std::conditional_t<
                        T>>;
 Dtype sum_dtype(Dtype t);
 
-// CPU kernels (reduce_cpu.cpp, arg_reduce_cpu.cpp, softmax.cpp).
-void reduce_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out);
-void arg_reduce_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out);
-void softmax_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out);
-void logsumexp_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out);
-
-// Strides-aware iteration plan for reducing some axes of an array: the dimensions of size > 1, split into
-// kept and reduced ones, each list merged where memory is contiguous. `kept` stays in the original axis
-// order (so the row-major output follows it); `red` is ordered by decreasing stride.
-struct Dim {
-  int64_t n;
-  int64_t stride;
-};
-struct ReducePlan {
-  std::vector<Dim> kept;
-  std::vector<Dim> red;
-  int64_t out_size = 1;
-  int64_t red_size = 1;
-};
-ReducePlan make_plan(const Shape& shape, const Strides& strides, const std::vector<int>& axes);
-
-// Input offset of the row-major index `o` over the kept dims k[0..nk) (reduce_cpu.cpp, arg_reduce_cpu.cpp).
-inline int64_t kept_offset(int64_t o, const Dim* k, int nk) {
-  int64_t off = 0;
-  for (int d = nk - 1; d >= 0; --d) {
-    off += (o % k[d].n) * k[d].stride;
-    o /= k[d].n;
-  }
-  return off;
-}
-
-// Block length for kernels that sweep an axis over a block of `inner` contiguous lanes, `outer` times:
-// at most `max_chunk` (the block's accumulators stay in cache), at least 256 (long contiguous runs per row), and
-// small enough that there are a few blocks per thread when `outer` alone cannot feed the threads.
-int64_t column_chunk(int64_t inner, int64_t outer, int64_t max_chunk);
+// Output type of Scan: a cumulative sum of bool counts in int32, everything else keeps its type.
+inline Dtype scan_dtype(int type, Dtype in) { return (type == ScanSum && in == bool_) ? int32 : in; }
 
 }  // namespace kiln::reduce

@@ -8,7 +8,11 @@
 
 namespace kiln::cpu {
 
-#define KILN_CPU_KERNEL_FAMILIES(X)
+#define KILN_CPU_KERNEL_FAMILIES(X) \
+  X(reduce)                     \
+  X(sort)                       \
+  X(fft)                        \
+  X(random)                     \
 
 #define KILN_DECLARE_CPU_FAMILY(f) void register_cpu_##f(detail::KernelTable& table);
 KILN_CPU_KERNEL_FAMILIES(KILN_DECLARE_CPU_FAMILY)

@@ -9,7 +9,7 @@
 #include "core/dispatch.h"
 #include "backend/cpu/loops.h"
 #include "backend/cpu/threading.h"
-#include "primitives/reduce/reduce.h"
+#include "backend/cpu/kernels/reduce/reduce_kernels.h"
 #include "backend/cpu/kernels/reduce/reduce_simd.h"
 
 namespace kiln {

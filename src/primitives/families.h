@@ -8,7 +8,6 @@ namespace kiln::primitives {
   X(unary)               \
   X(binary)              \
   X(reduce)              \
-  X(scan)                \
   X(shape)               \
   X(index)               \
   X(sort)                \

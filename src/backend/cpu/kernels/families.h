@@ -9,11 +9,15 @@
 namespace kiln::cpu {
 
 #define KILN_CPU_KERNEL_FAMILIES(X) \
+  X(reduce)                        \
   X(shape)                         \
   X(index)                         \
+  X(sort)                          \
   X(linalg)                        \
   X(conv)                          \
+  X(fft)                           \
   X(quantized)                     \
+  X(random)                        \
   X(fast)
 
 #define KILN_DECLARE_CPU_FAMILY(f) void register_cpu_##f(detail::KernelTable& table);

@@ -1,36 +1,21 @@
-// Internal declarations shared by the reduction family's files (reduce*.cpp, softmax.cpp, scan.cpp).
+// Internal declarations shared by the reduction family's CPU kernels (this folder): the kernels that
+// register_cpu_reduce (reduce.cpp) adds, and the iteration plan of the strided reductions.
 #pragma once
 
 #include <cstdint>
-#include <type_traits>
 #include <vector>
 
 #include "kiln/primitive.h"
+#include "primitives/reduce/reduce.h"
 
 namespace kiln::reduce {
 
-// State codes (format spec 3.2).
-enum ReduceType : int32_t { And = 0, Or = 1, Sum = 2, Prod = 3, Min = 4, Max = 5 };
-enum ArgReduceType : int32_t { ArgMin = 0, ArgMax = 1 };
-enum ScanType : int32_t { ScanMax = 0, ScanMin = 1, ScanSum = 2, ScanProd = 3, ScanLogAddExp = 4 };
-
-// Output type of Sum and Prod for elements of type T: small integers widen to (u)int32, bool to int32,
-// other types keep theirs. The rule's one home: the kernels instantiate it, sum_dtype applies it to a Dtype.
-template <typename T>
-using SumOut = std::conditional_t<
-    std::is_same_v<T, bool>, int32_t,
-    std::conditional_t<std::is_integral_v<T>,
-                       std::conditional_t<(sizeof(T) <= 4),
-                                          std::conditional_t<std::is_signed_v<T>, int32_t, uint32_t>,
-                                          T>,
-                       T>>;
-Dtype sum_dtype(Dtype t);
-
-// CPU kernels (reduce_cpu.cpp, arg_reduce_cpu.cpp, softmax.cpp).
+// CPU kernels (reduce.cpp, arg_reduce.cpp, softmax.cpp, scan.cpp).
 void reduce_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out);
 void arg_reduce_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out);
 void softmax_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out);
 void logsumexp_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out);
+void scan_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out);
 
 // Strides-aware iteration plan for reducing some axes of an array: the dimensions of size > 1, split into
 // kept and reduced ones, each list merged where memory is contiguous. `kept` stays in the original axis
@@ -47,7 +32,7 @@ struct ReducePlan {
 };
 ReducePlan make_plan(const Shape& shape, const Strides& strides, const std::vector<int>& axes);
 
-// Input offset of the row-major index `o` over the kept dims k[0..nk) (reduce_cpu.cpp, arg_reduce_cpu.cpp).
+// Input offset of the row-major index `o` over the kept dims k[0..nk) (reduce.cpp, arg_reduce.cpp).
 inline int64_t kept_offset(int64_t o, const Dim* k, int nk) {
   int64_t off = 0;
   for (int d = nk - 1; d >= 0; --d) {

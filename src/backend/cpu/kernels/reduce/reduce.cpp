@@ -1,11 +1,14 @@
-// CPU kernel of Reduce (And, Or, Sum, Prod, Min, Max) over any strided input.
+// CPU kernel of Reduce (And, Or, Sum, Prod, Min, Max) over any strided input, the reduction plan shared
+// by this folder's kernels, the NumberOfElements kernel, and register_cpu_reduce (the family's table).
 //
-// The plan (reduce.h) splits the non-unit dims into kept and reduced lists. Two loop shapes cover all
+// The plan (reduce_kernels.h) splits the non-unit dims into kept and reduced lists. Two loop shapes cover all
 // layouts: "row" mode when the reduced dims are innermost in memory (each output reduces a run, with
 // several accumulators so the inner loop vectorizes), and "column" mode when a kept dim is innermost
 // (rows of the input are accumulated into a block of outputs with an element-wise loop). Independent
 // outputs are spread over threads; a single large reduction is split into partial results.
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <type_traits>
@@ -13,10 +16,55 @@
 #include "core/dispatch.h"
 #include "backend/cpu/ordering.h"
 #include "backend/cpu/threading.h"
-#include "primitives/reduce.h"
-#include "primitives/reduce_simd.h"
+#include "backend/cpu/kernels/families.h"
+#include "backend/cpu/kernels/reduce/reduce_kernels.h"
+#include "backend/cpu/kernels/reduce/reduce_simd.h"
 
 namespace kiln {
+
+namespace reduce {
+
+ReducePlan make_plan(const Shape& shape, const Strides& strides, const std::vector<int>& axes) {
+  ReducePlan p;
+  std::vector<char> is_red(shape.size(), 0);
+  for (int a : axes) is_red[a] = 1;
+  std::vector<Dim> red;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const int64_t n = shape[d];
+    (is_red[d] ? p.red_size : p.out_size) *= n;
+    if (n == 1) continue;
+    if (is_red[d]) {
+      red.push_back({n, strides[d]});
+    } else if (!p.kept.empty() && p.kept.back().stride == strides[d] * n) {
+      // Index i*n + j of the merged dim lands at the same place as (i, j): the output stays row-major.
+      p.kept.back().n *= n;
+      p.kept.back().stride = strides[d];
+    } else {
+      p.kept.push_back({n, strides[d]});
+    }
+  }
+  // The reduction order is free, so walk the reduced dims by decreasing stride and merge runs.
+  std::stable_sort(red.begin(), red.end(),
+                   [](const Dim& a, const Dim& b) { return std::llabs(a.stride) > std::llabs(b.stride); });
+  for (const Dim& d : red) {
+    if (!p.red.empty() && p.red.back().stride == d.stride * d.n) {
+      p.red.back().n *= d.n;
+      p.red.back().stride = d.stride;
+    } else {
+      p.red.push_back(d);
+    }
+  }
+  return p;
+}
+
+int64_t column_chunk(int64_t inner, int64_t outer, int64_t max_chunk) {
+  const int64_t want = 4 * static_cast<int64_t>(cpu::num_threads());
+  const int64_t per_outer = std::max<int64_t>(1, (want + outer - 1) / std::max<int64_t>(outer, 1));
+  int64_t c = std::max<int64_t>((inner + per_outer - 1) / per_outer, 256);
+  return std::max<int64_t>(1, std::min({c, max_chunk, inner}));
+}
+
+}  // namespace reduce
 
 namespace {
 
@@ -298,5 +346,31 @@ void reduce::reduce_cpu(const Node& node, const std::vector<array>& in, std::vec
     }
   });
 }
+
+namespace {
+
+void number_of_elements_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
+  double n = 1;
+  for (int a : node.state.ints(0)) n *= in[0].shape()[a];
+  if (node.state.b(1)) n = 1.0 / n;
+  out[0].alloc();
+  detail::dispatch_all(out[0].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    *out[0].data<T>() = detail::cast_to<T>(n);
+  });
+}
+
+}  // namespace
+
+namespace cpu {
+void register_cpu_reduce(detail::KernelTable& table) {
+  table.add("Reduce", reduce::reduce_cpu);
+  table.add("ArgReduce", reduce::arg_reduce_cpu);
+  table.add("LogSumExp", reduce::logsumexp_cpu);
+  table.add("Softmax", reduce::softmax_cpu);
+  table.add("NumberOfElements", number_of_elements_cpu);
+  table.add("Scan", reduce::scan_cpu);
+}
+}  // namespace cpu
 
 }  // namespace kiln

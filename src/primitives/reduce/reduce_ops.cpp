@@ -9,7 +9,7 @@
 #include "kiln/ops/reduce.h"
 #include "kiln/ops/shape.h"
 #include "primitives/common.h"
-#include "primitives/reduce.h"
+#include "primitives/reduce/reduce.h"
 #include "core/mode.h"
 
 namespace kiln {

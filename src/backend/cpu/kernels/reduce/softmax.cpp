@@ -9,8 +9,8 @@
 #include "core/dispatch.h"
 #include "backend/cpu/loops.h"
 #include "backend/cpu/threading.h"
-#include "primitives/reduce.h"
-#include "primitives/reduce_simd.h"
+#include "backend/cpu/kernels/reduce/reduce_kernels.h"
+#include "backend/cpu/kernels/reduce/reduce_simd.h"
 
 namespace kiln {
 

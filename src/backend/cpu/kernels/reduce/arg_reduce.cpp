@@ -8,7 +8,7 @@
 #include "core/dispatch.h"
 #include "backend/cpu/ordering.h"
 #include "backend/cpu/threading.h"
-#include "primitives/reduce.h"
+#include "backend/cpu/kernels/reduce/reduce_kernels.h"
 
 namespace kiln {
 

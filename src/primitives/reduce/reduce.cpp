@@ -1,13 +1,10 @@
-// The reduction family's primitive rows: Reduce, ArgReduce, LogSumExp, Softmax, NumberOfElements.
-// Kernels live in reduce_cpu.cpp, arg_reduce_cpu.cpp and softmax.cpp; op builders in reduce_ops.cpp.
-#include "primitives/reduce.h"
+// The reduction family's primitive rows: Reduce, ArgReduce, LogSumExp, Softmax, NumberOfElements (and,
+// from scan.cpp, Scan). Kernels live in src/backend/cpu/kernels/reduce/; op builders in reduce_ops.cpp.
+#include "primitives/reduce/reduce.h"
 
-#include <algorithm>
-#include <cstdlib>
 #include <sstream>
 
 #include "core/dispatch.h"
-#include "backend/cpu/threading.h"
 #include "primitives/common.h"
 
 namespace kiln {
@@ -16,46 +13,6 @@ namespace reduce {
 
 Dtype sum_dtype(Dtype t) {
   return detail::dispatch_all(t, [](auto tag) { return storage_dtype_of<SumOut<decltype(tag)>>; });
-}
-
-ReducePlan make_plan(const Shape& shape, const Strides& strides, const std::vector<int>& axes) {
-  ReducePlan p;
-  std::vector<char> is_red(shape.size(), 0);
-  for (int a : axes) is_red[a] = 1;
-  std::vector<Dim> red;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    const int64_t n = shape[d];
-    (is_red[d] ? p.red_size : p.out_size) *= n;
-    if (n == 1) continue;
-    if (is_red[d]) {
-      red.push_back({n, strides[d]});
-    } else if (!p.kept.empty() && p.kept.back().stride == strides[d] * n) {
-      // Index i*n + j of the merged dim lands at the same place as (i, j): the output stays row-major.
-      p.kept.back().n *= n;
-      p.kept.back().stride = strides[d];
-    } else {
-      p.kept.push_back({n, strides[d]});
-    }
-  }
-  // The reduction order is free, so walk the reduced dims by decreasing stride and merge runs.
-  std::stable_sort(red.begin(), red.end(),
-                   [](const Dim& a, const Dim& b) { return std::llabs(a.stride) > std::llabs(b.stride); });
-  for (const Dim& d : red) {
-    if (!p.red.empty() && p.red.back().stride == d.stride * d.n) {
-      p.red.back().n *= d.n;
-      p.red.back().stride = d.stride;
-    } else {
-      p.red.push_back(d);
-    }
-  }
-  return p;
-}
-
-int64_t column_chunk(int64_t inner, int64_t outer, int64_t max_chunk) {
-  const int64_t want = 4 * static_cast<int64_t>(cpu::num_threads());
-  const int64_t per_outer = std::max<int64_t>(1, (want + outer - 1) / std::max<int64_t>(outer, 1));
-  int64_t c = std::max<int64_t>((inner + per_outer - 1) / per_outer, 256);
-  return std::max<int64_t>(1, std::min({c, max_chunk, inner}));
 }
 
 }  // namespace reduce
@@ -141,33 +98,25 @@ std::vector<ArraySpec> number_of_elements_infer(const State& st, const std::vect
   return {{Shape{}, st.get<Dtype>(2)}};
 }
 
-void number_of_elements_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
-  double n = 1;
-  for (int a : node.state.ints(0)) n *= in[0].shape()[a];
-  if (node.state.b(1)) n = 1.0 / n;
-  out[0].alloc();
-  detail::dispatch_all(out[0].dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    *out[0].data<T>() = detail::cast_to<T>(n);
-  });
-}
-
 }  // namespace
 
 namespace primitives {
+void register_scan_rows();  // scan.cpp
+
 void register_reduce() {
   registry::define(detail::row("Reduce", 1, {{"type", FieldType::Int}, {"axes", FieldType::IntVec}},
-                               reduce_infer, reduce_cpu,
+                               reduce_infer,
                                {.flags = kReduction,
                                 .display = [](const State& s) { return std::string(reduce_name(s)); }}));
   registry::define(detail::row("ArgReduce", 1, {{"type", FieldType::Int}, {"axis", FieldType::Int}},
-                               arg_reduce_infer, arg_reduce_cpu, {.flags = kReduction}));
-  registry::define(detail::row("LogSumExp", 1, {}, logsumexp_infer, logsumexp_cpu, {.flags = kReduction}));
-  registry::define(detail::row("Softmax", 1, {{"precise", FieldType::Bool}}, softmax_infer, softmax_cpu));
+                               arg_reduce_infer, {.flags = kReduction}));
+  registry::define(detail::row("LogSumExp", 1, {}, logsumexp_infer, {.flags = kReduction}));
+  registry::define(detail::row("Softmax", 1, {{"precise", FieldType::Bool}}, softmax_infer));
   registry::define(detail::row("NumberOfElements", 1,
                                {{"axes", FieldType::IntVec},
                                 {"inverted", FieldType::Bool}, {"dtype", FieldType::DtypeF}},
-                               number_of_elements_infer, number_of_elements_cpu));
+                               number_of_elements_infer));
+  register_scan_rows();
 }
 }  // namespace primitives
 

@@ -1,7 +1,7 @@
 // Element-wise unary math primitives (Exp, Log, Sin, Sqrt, Sigmoid, Erf, ...). MLX evaluates them on
 // inexact dtypes only; the op builders cast integers to float32 first. Values follow MLX's CPU
 // backend: its own polynomials for exp/sin/cos/erf/erfinv, the C library for the rest.
-#include "primitives/elementwise_common.h"  // first: it sets the kernels' float options
+#include "backend/cpu/kernels/elementwise/elementwise_common.h"  // first: it sets the kernels' float options
 
 #include <cmath>
 

@@ -5,7 +5,7 @@
 // Integer corner cases where MLX's CPU kernels crash or hang get defined results here: x / 0 and
 // x % 0 give 0, INT_MIN / -1 wraps, and a negative integer exponent gives the truncated real result
 // (1 for base 1, ±1 for base -1, else 0).
-#include "primitives/elementwise_common.h"  // first: it sets the kernels' float options
+#include "backend/cpu/kernels/elementwise/elementwise_common.h"  // first: it sets the kernels' float options
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "primitives/load.h"
+#include "primitives/misc/load.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,5 +1,5 @@
 // Select (the primitive behind `where`): out = condition ? x : y, element-wise.
-#include "primitives/elementwise_common.h"  // first: it sets the kernels' float options
+#include "backend/cpu/kernels/elementwise/elementwise_common.h"  // first: it sets the kernels' float options
 
 #include "kiln/ops/shape.h"
 

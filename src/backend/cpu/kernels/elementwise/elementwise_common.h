@@ -24,7 +24,7 @@
 #include "kiln/ops/elementwise.h"
 #include "kiln/primitive.h"
 #include "primitives/common.h"
-#include "primitives/elementwise_math.h"
+#include "backend/cpu/kernels/elementwise/elementwise_math.h"
 
 namespace kiln::ew {
 

@@ -1,7 +1,7 @@
 // Element-wise unary primitives without transcendental math: casts, views, sign and rounding ops,
 // logical/bitwise negation and complex parts. The math ones (Exp, Sin, ...) are in unary_math.cpp,
 // the op builders in unary_ops.cpp.
-#include "primitives/elementwise_common.h"  // first: it sets the kernels' float options
+#include "backend/cpu/kernels/elementwise/elementwise_common.h"  // first: it sets the kernels' float options
 
 #include <cmath>
 #include <limits>

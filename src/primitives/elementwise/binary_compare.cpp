@@ -1,6 +1,6 @@
 // Comparison, logical and bitwise binary primitives (Equal, NotEqual, Greater, GreaterEqual, Less,
 // LessEqual, LogicalAnd, LogicalOr, BitwiseBinary) and their ops.
-#include "primitives/elementwise_common.h"  // first: it sets the kernels' float options
+#include "backend/cpu/kernels/elementwise/elementwise_common.h"  // first: it sets the kernels' float options
 
 #include "kiln/ops/shape.h"
 

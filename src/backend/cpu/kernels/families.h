@@ -8,7 +8,9 @@
 
 namespace kiln::cpu {
 
-#define KILN_CPU_KERNEL_FAMILIES(X)
+#define KILN_CPU_KERNEL_FAMILIES(X) \
+  X(elementwise)                    \
+  X(misc)
 
 #define KILN_DECLARE_CPU_FAMILY(f) void register_cpu_##f(detail::KernelTable& table);
 KILN_CPU_KERNEL_FAMILIES(KILN_DECLARE_CPU_FAMILY)

@@ -1,0 +1,329 @@
+// CPU kernels of the element-wise arithmetic binary primitives (Add, Subtract, Multiply, Divide,
+// Remainder, DivMod, Power, Maximum, Minimum, ArcTan2, LogAddExp, FloorDivide); the rows and op builders
+// are in src/primitives/elementwise/binary.cpp, comparisons, logical and bitwise kernels in
+// binary_compare.cpp.
+//
+// Integer corner cases where MLX's CPU kernels crash or hang get defined results here: x / 0 and
+// x % 0 give 0, INT_MIN / -1 wraps, and a negative integer exponent gives the truncated real result
+// (1 for base 1, ±1 for base -1, else 0).
+#include "backend/cpu/kernels/elementwise/elementwise_common.h"  // first: it sets the kernels' float options
+
+#include <cmath>
+
+namespace kiln {
+
+namespace {
+
+using namespace ew;
+
+template <typename T>
+inline constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+
+// Each Op: apply(x, y) for every dtype's C++ type (half types compute in float).
+struct AddOp {
+  static constexpr bool kHalfViaFloat = true;
+  template <typename T>
+  static T apply(T x, T y) {
+    if constexpr (std::is_same_v<T, bool>) return x || y;
+    else if constexpr (is_int_v<T>) return wrap_add(x, y);
+    else if constexpr (detail::is_half_v<T>) return T(static_cast<float>(x) + static_cast<float>(y));
+    else return x + y;
+  }
+};
+
+struct SubtractOp {
+  static constexpr bool kHalfViaFloat = true;
+  template <typename T>
+  static T apply(T x, T y) {
+    if constexpr (std::is_same_v<T, bool>) return x != y;
+    else if constexpr (is_int_v<T>) return wrap_sub(x, y);
+    else if constexpr (detail::is_half_v<T>) return T(static_cast<float>(x) - static_cast<float>(y));
+    else return x - y;
+  }
+};
+
+struct MultiplyOp {
+  static constexpr bool kHalfViaFloat = true;
+  template <typename T>
+  static T apply(T x, T y) {
+    if constexpr (std::is_same_v<T, bool>) return x && y;
+    else if constexpr (is_int_v<T>) return wrap_mul(x, y);
+    else if constexpr (detail::is_half_v<T>) return T(static_cast<float>(x) * static_cast<float>(y));
+    else return x * y;
+  }
+};
+
+// Integer division truncates toward zero (MLX's floor_divide on integers does too).
+template <typename T>
+inline T int_div(T x, T y) {
+  if (y == 0) return T(0);
+  if constexpr (std::is_signed_v<T>) {
+    if (y == T(-1)) return wrap_sub(T(0), x);
+  }
+  return static_cast<T>(x / y);
+}
+
+template <typename T>
+inline T int_mod(T x, T y) {
+  if (y == 0) return T(0);
+  if constexpr (std::is_signed_v<T>) {
+    if (y == T(-1)) return T(0);
+  }
+  return static_cast<T>(x % y);
+}
+
+struct DivideOp {
+  static constexpr bool kHalfViaFloat = true;
+  template <typename T>
+  static T apply(T x, T y) {
+    if constexpr (std::is_same_v<T, bool>) return x && y;
+    else if constexpr (is_int_v<T>) return int_div(x, y);
+    else if constexpr (detail::is_half_v<T>) return T(static_cast<float>(x) / static_cast<float>(y));
+    else return x / y;
+  }
+};
+
+// FloorDivide (MLX 0.32.4+, what `//` records there; kiln's own floor_divide keeps the older graph):
+// integers round the quotient toward minus infinity (x // 0 gives 0), floats take floor(x / y),
+// complex values are divided without rounding, booleans give x && y, as MLX 0.32.4 computes them.
+struct FloorDivideOp {
+  template <typename T>
+  static T apply(T x, T y) {
+    if constexpr (std::is_same_v<T, bool>) {
+      return x && y;
+    } else if constexpr (is_int_v<T>) {
+      T q = int_div(x, y);
+      if constexpr (std::is_signed_v<T>) {
+        if (y != 0 && y != T(-1) && int_mod(x, y) != 0 && ((x < 0) != (y < 0))) q = static_cast<T>(q - 1);
+      }
+      return q;
+    } else if constexpr (detail::is_half_v<T>) {
+      return T(std::floor(static_cast<float>(x) / static_cast<float>(y)));
+    } else if constexpr (detail::is_complex_v<T>) {
+      return x / y;
+    } else {
+      return std::floor(x / y);
+    }
+  }
+};
+
+// Python-style remainder: the result takes the divisor's sign. MLX skips that fix for float16 and
+// bfloat16 (its half types do not count as signed) and uses the real parts for complex inputs.
+struct RemainderOp {
+  template <typename T>
+  static T apply(T x, T y) {
+    if constexpr (std::is_same_v<T, bool>) {
+      return false;
+    } else if constexpr (is_int_v<T>) {
+      T r = int_mod(x, y);
+      if constexpr (std::is_signed_v<T>) {
+        if (r != 0 && ((r < 0) != (y < 0))) r = static_cast<T>(r + y);
+      }
+      return r;
+    } else if constexpr (detail::is_half_v<T>) {
+      return T(std::remainder(static_cast<float>(x), static_cast<float>(y)));
+    } else if constexpr (detail::is_complex_v<T>) {
+      return T(std::remainder(x.real(), y.real()), 0.0f);
+    } else {
+      T r = std::remainder(x, y);
+      if (r != 0 && ((r < 0) != (y < 0))) r += y;
+      return r;
+    }
+  }
+};
+
+struct PowerOp {
+  static constexpr bool kHalfViaFloat = true;
+  template <typename T>
+  static T apply(T base, T e) {
+    if constexpr (std::is_same_v<T, bool>) {
+      return e ? base : true;
+    } else if constexpr (is_int_v<T>) {
+      if constexpr (std::is_signed_v<T>) {
+        if (e < 0) return base == 1 ? T(1) : (base == T(-1) ? ((e & 1) ? T(-1) : T(1)) : T(0));
+      }
+      T r = 1;
+      auto n = static_cast<std::make_unsigned_t<T>>(e);
+      while (n) {
+        if (n & 1u) r = wrap_mul(r, base);
+        n >>= 1;
+        base = wrap_mul(base, base);
+      }
+      return r;
+    } else if constexpr (detail::is_half_v<T>) {
+      return T(std::pow(static_cast<float>(base), static_cast<float>(e)));
+    } else {
+      return std::pow(base, e);
+    }
+  }
+};
+
+// NaN in the first operand wins; otherwise the comparison picks, so a NaN second operand also
+// propagates. Complex numbers compare lexicographically and only the real part is tested for NaN.
+template <bool Max>
+struct ExtremumOp {
+  static constexpr bool kHalfViaFloat = true;  // picks one operand, exactly representable
+  template <typename T>
+  static T apply(T x, T y) {
+    if constexpr (std::is_same_v<T, bool>) {
+      return Max ? (x || y) : (x && y);
+    } else if constexpr (is_int_v<T>) {
+      return Max ? (x > y ? x : y) : (x < y ? x : y);
+    } else if constexpr (detail::is_complex_v<T>) {
+      if (std::isnan(x.real())) return x;
+      return Max ? (cgt(x, y) ? x : y) : (cgt(y, x) ? x : y);
+    } else {
+      using A = detail::acc_t<T>;
+      A a = static_cast<A>(x), b = static_cast<A>(y);
+      if (a != a) return x;
+      return Max ? (a > b ? x : y) : (a < b ? x : y);
+    }
+  }
+};
+
+struct ArcTan2Op {
+  static constexpr bool kHalfViaFloat = true;
+  template <typename T>
+  static T apply(T x, T y) {
+    if constexpr (detail::is_complex_v<T>) return T(std::atan2(x.real(), y.real()), 0.0f);  // MLX uses real parts
+    else if constexpr (detail::is_half_v<T>) return T(std::atan2(static_cast<float>(x), static_cast<float>(y)));
+    else return std::atan2(x, y);
+  }
+};
+
+// max + log1p(exp(min - max)); infinite operands short-circuit to the maximum.
+struct LogAddExpOp {
+  static constexpr bool kHalfViaFloat = true;
+  template <typename T>
+  static T apply(T x, T y) {
+    if constexpr (detail::is_half_v<T>) {
+      return T(apply(static_cast<float>(x), static_cast<float>(y)));
+    } else {
+      T hi = ExtremumOp<true>::apply(x, y);
+      T lo = ExtremumOp<false>::apply(x, y);
+      if constexpr (detail::is_complex_v<T>) {
+        const float inf = std::numeric_limits<float>::infinity();
+        if (lo == T(-inf) || hi == T(inf)) return hi;
+        return hi + log1p_c(std::exp(lo - hi));
+      } else {
+        const T inf = std::numeric_limits<T>::infinity();
+        if (lo == -inf || hi == inf) return hi;
+        return hi + std::log1p(static_cast<T>(exp_f(static_cast<float>(lo - hi))));
+      }
+    }
+  }
+};
+
+// Runs Op over one dtype. Row-major float16/bfloat16 operands of the output's shape go through float
+// blocks when the op's float16 result is its float result rounded once (kHalfViaFloat).
+template <typename Op, typename T>
+void arith_run(const std::vector<array>& in, std::vector<array>& out) {
+  if constexpr (detail::is_half_v<T> && requires { Op::kHalfViaFloat; }) {
+    const array &a = in[0], &b = in[1];
+    if (a.row_contiguous() && b.row_contiguous() && a.shape() == out[0].shape() && b.shape() == out[0].shape()) {
+      half_blocks<T>(a, b, out[0], [](const float* x, const float* y, float* z, size_t n) {
+        for (size_t i = 0; i < n; ++i) z[i] = Op::apply(x[i], y[i]);
+      });
+      return;
+    }
+  }
+  binary_run<T, T>(in[0], in[1], out[0], [](T x, T y) { return Op::apply(x, y); });
+}
+
+template <typename Op>
+void arith_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  detail::dispatch_all(in[0].dtype(), [&](auto tag) { arith_run<Op, decltype(tag)>(in, out); });
+}
+
+template <typename Op>
+void float_arith_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  detail::dispatch_all(in[0].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (detail::is_float_v<T> || detail::is_complex_v<T>) arith_run<Op, T>(in, out);
+  });
+}
+
+// DivMod's state `floor` says which MLX semantics the node has; no MLX layout stores it (the file's
+// release implies it, see format/version.cpp). false: C-style quotient and remainder (trunc(x / y),
+// and fmod for floats), as MLX up to 0.32.1 computes them. true: Python's divmod, as MLX 0.32.2 on
+// does: the quotient is floored and the remainder takes the divisor's sign (integers: x / y and x % y
+// corrected when the remainder's sign differs from y's; floats: floor(x / y), and fmod corrected the same way).
+template <typename T>
+inline T floor_int_div(T x, T y) {
+  T q = int_div(x, y);
+  if constexpr (std::is_signed_v<T>) {
+    T r = int_mod(x, y);
+    if (r != 0 && ((r < 0) != (y < 0))) q = static_cast<T>(q - 1);
+  }
+  return q;
+}
+
+template <typename T>
+inline T floor_int_mod(T x, T y) {
+  T r = int_mod(x, y);
+  if constexpr (std::is_signed_v<T>) {
+    if (r != 0 && ((r < 0) != (y < 0))) r = static_cast<T>(r + y);
+  }
+  return r;
+}
+
+void divmod_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
+  auto& st = node.state.values;
+  const bool floor = !st.empty() && std::holds_alternative<bool>(st[0]) && std::get<bool>(st[0]);
+  detail::dispatch_all(in[0].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) {
+      binary_run<T, T>(in[0], in[1], out[0], [](T x, T y) { return x && y; });
+      binary_run<T, T>(in[0], in[1], out[1], [](T, T) { return false; });
+    } else if constexpr (is_int_v<T>) {
+      if (floor) {
+        binary_run<T, T>(in[0], in[1], out[0], [](T x, T y) { return floor_int_div(x, y); });
+        binary_run<T, T>(in[0], in[1], out[1], [](T x, T y) { return floor_int_mod(x, y); });
+        return;
+      }
+      binary_run<T, T>(in[0], in[1], out[0], [](T x, T y) { return int_div(x, y); });
+      binary_run<T, T>(in[0], in[1], out[1], [](T x, T y) { return int_mod(x, y); });
+    } else if constexpr (detail::is_float_v<T>) {
+      using A = detail::acc_t<T>;
+      if (floor) {
+        binary_run<T, T>(in[0], in[1], out[0],
+                         [](T x, T y) { return T(std::floor(static_cast<A>(x) / static_cast<A>(y))); });
+        binary_run<T, T>(in[0], in[1], out[1], [](T x, T y) {
+          A b = static_cast<A>(y);
+          A r = std::fmod(static_cast<A>(x), b);
+          if (r != 0 && ((r < 0) != (b < 0))) r += b;
+          return T(r);
+        });
+        return;
+      }
+      using A = detail::acc_t<T>;
+      binary_run<T, T>(in[0], in[1], out[0],
+                       [](T x, T y) { return T(std::trunc(static_cast<A>(x) / static_cast<A>(y))); });
+      binary_run<T, T>(in[0], in[1], out[1],
+                       [](T x, T y) { return T(std::fmod(static_cast<A>(x), static_cast<A>(y))); });
+    }
+  });
+}
+
+}  // namespace
+
+namespace ew {
+void register_cpu_binary(detail::KernelTable& table) {
+  table.add("Add", arith_cpu<AddOp>);
+  table.add("Subtract", arith_cpu<SubtractOp>);
+  table.add("Multiply", arith_cpu<MultiplyOp>);
+  table.add("Divide", arith_cpu<DivideOp>);
+  table.add("Remainder", arith_cpu<RemainderOp>);
+  table.add("Power", arith_cpu<PowerOp>);
+  table.add("Maximum", arith_cpu<ExtremumOp<true>>);
+  table.add("Minimum", arith_cpu<ExtremumOp<false>>);
+  table.add("ArcTan2", float_arith_cpu<ArcTan2Op>);
+  table.add("LogAddExp", float_arith_cpu<LogAddExpOp>);
+  table.add("DivMod", divmod_cpu);
+  table.add("FloorDivide", arith_cpu<FloorDivideOp>);
+  register_cpu_binary_compare(table);
+  register_cpu_ternary(table);
+}
+}  // namespace ew
+
+}  // namespace kiln

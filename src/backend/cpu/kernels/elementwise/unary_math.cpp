@@ -1,0 +1,190 @@
+// CPU kernels of the element-wise unary math primitives (Exp, Log, Sin, Sqrt, Sigmoid, Erf, ...). MLX
+// evaluates them on inexact dtypes only (the rows in src/primitives/elementwise/unary_math.cpp reject the
+// others). Values follow MLX's CPU backend: its own polynomials for exp/sin/cos/erf/erfinv, the C
+// library for the rest.
+#include "backend/cpu/kernels/elementwise/elementwise_common.h"  // first: it sets the kernels' float options
+
+#include <cmath>
+
+namespace kiln {
+
+namespace {
+
+using namespace ew;
+
+// Each Op maps a float, a double or a complex64_t to the same type.
+#define KILN_STD_UNARY(Name, fn)        \
+  struct Name {                         \
+    template <typename T>               \
+    static T apply(T x) {               \
+      return std::fn(x);                \
+    }                                   \
+  };
+KILN_STD_UNARY(TanOp, tan)
+KILN_STD_UNARY(TanhOp, tanh)
+KILN_STD_UNARY(SinhOp, sinh)
+KILN_STD_UNARY(CoshOp, cosh)
+KILN_STD_UNARY(ArcSinOp, asin)
+KILN_STD_UNARY(ArcCosOp, acos)
+KILN_STD_UNARY(ArcTanOp, atan)
+KILN_STD_UNARY(ArcSinhOp, asinh)
+KILN_STD_UNARY(ArcCoshOp, acosh)
+KILN_STD_UNARY(ArcTanhOp, atanh)
+KILN_STD_UNARY(SqrtOp, sqrt)
+KILN_STD_UNARY(LogOp, log)
+KILN_STD_UNARY(Log10Op, log10)
+#undef KILN_STD_UNARY
+
+struct RsqrtOp {
+  template <typename T>
+  static T apply(T x) {
+    return T(1) / std::sqrt(x);
+  }
+};
+
+// Ops with kAvx2 also have an AVX2+FMA float32 loop (unary_avx2.cpp).
+struct ExpOp {
+  static constexpr Avx2Op kAvx2 = Avx2Op::Exp;
+  template <typename T>
+  static T apply(T x) {
+    if constexpr (detail::is_complex_v<T>) return std::exp(x);
+    else return T(exp_f(static_cast<float>(x)));
+  }
+};
+
+struct Expm1Op {
+  template <typename T>
+  static T apply(T x) {
+    // MLX's complex expm1 resolves to the real overload: expm1 of the real part, imaginary part 0.
+    if constexpr (detail::is_complex_v<T>) return T(std::expm1(x.real()), 0.0f);
+    else return std::expm1(x);
+  }
+};
+
+struct Log2Op {
+  template <typename T>
+  static T apply(T x) {
+    if constexpr (detail::is_complex_v<T>) {
+      T l = std::log(x);
+      const float ln2 = static_cast<float>(M_LN2);
+      return T(l.real() / ln2, l.imag() / ln2);
+    } else {
+      return std::log2(x);
+    }
+  }
+};
+
+struct Log1pOp {
+  template <typename T>
+  static T apply(T x) {
+    if constexpr (detail::is_complex_v<T>) return log1p_c(x);
+    else return std::log1p(x);
+  }
+};
+
+struct SinOp {
+  static constexpr Avx2Op kAvx2 = Avx2Op::Sin;
+  template <typename T>
+  static T apply(T x) {
+    if constexpr (detail::is_complex_v<T>) return std::sin(x);
+    else return T(sincos_f<true>(x));
+  }
+};
+
+struct CosOp {
+  static constexpr Avx2Op kAvx2 = Avx2Op::Cos;
+  template <typename T>
+  static T apply(T x) {
+    if constexpr (detail::is_complex_v<T>) return std::cos(x);
+    else return T(sincos_f<false>(x));
+  }
+};
+
+// 1/(1 + e^|x|) mirrored for x >= 0, which never overflows to NaN.
+struct SigmoidOp {
+  static constexpr Avx2Op kAvx2 = Avx2Op::Sigmoid;
+  template <typename T>
+  static T apply(T x) {
+    if constexpr (detail::is_complex_v<T>) {
+      // As in MLX: |x| drives the value and the lexicographic sign of x picks the branch.
+      float y = 1.0f / (1.0f + exp_f(std::abs(x)));
+      if (y != y) return T(y, y);  // NaN in both parts, as MLX
+      return T(cgt(T(0), x) ? y : 1.0f - y, 0.0f);
+    } else {
+      T e = static_cast<T>(exp_f(static_cast<float>(std::fabs(x))));
+      T y = T(1) / (T(1) + e);
+      return x < T(0) ? y : T(1) - y;
+    }
+  }
+};
+
+struct ErfOp {
+  static constexpr Avx2Op kAvx2 = Avx2Op::Erf;
+  template <typename T>
+  static T apply(T x) {
+    T r = T(erf_f(static_cast<float>(x)));
+    return x > T(0) ? r : -r;
+  }
+};
+
+struct ErfInvOp {
+  template <typename T>
+  static T apply(T x) {
+    return T(erfinv_f(static_cast<float>(x)));
+  }
+};
+
+template <typename Op, bool Complex = true>
+void fp_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  unary_fp<Op, Complex>(in[0], out[0]);
+}
+
+template <typename Op>
+void real_fp_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  unary_fp<Op, false>(in[0], out[0]);
+}
+
+// Log's state: base two 0, ten 1, e 2.
+void log_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
+  switch (n.state.i(0)) {
+    case 0: return unary_fp<Log2Op>(in[0], out[0]);
+    case 1: return unary_fp<Log10Op>(in[0], out[0]);
+    default: return unary_fp<LogOp>(in[0], out[0]);
+  }
+}
+
+void sqrt_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
+  if (n.state.b(0)) unary_fp<RsqrtOp>(in[0], out[0]);
+  else unary_fp<SqrtOp>(in[0], out[0]);
+}
+
+}  // namespace
+
+namespace ew {
+
+void register_cpu_unary_math(detail::KernelTable& table) {
+  table.add("Exp", fp_cpu<ExpOp>);
+  table.add("Expm1", fp_cpu<Expm1Op>);
+  table.add("Log1p", fp_cpu<Log1pOp>);
+  table.add("Sin", fp_cpu<SinOp>);
+  table.add("Cos", fp_cpu<CosOp>);
+  table.add("Tan", fp_cpu<TanOp>);
+  table.add("Sinh", fp_cpu<SinhOp>);
+  table.add("Cosh", fp_cpu<CoshOp>);
+  table.add("Tanh", fp_cpu<TanhOp>);
+  table.add("ArcSin", fp_cpu<ArcSinOp>);
+  table.add("ArcCos", fp_cpu<ArcCosOp>);
+  table.add("ArcTan", fp_cpu<ArcTanOp>);
+  table.add("ArcSinh", fp_cpu<ArcSinhOp>);
+  table.add("ArcCosh", fp_cpu<ArcCoshOp>);
+  table.add("ArcTanh", fp_cpu<ArcTanhOp>);
+  table.add("Sigmoid", fp_cpu<SigmoidOp>);
+  table.add("Erf", fp_cpu<ErfOp, false>);
+  table.add("ErfInv", real_fp_cpu<ErfInvOp>);
+  table.add("Log", log_cpu);
+  table.add("Sqrt", sqrt_cpu);
+}
+
+}  // namespace ew
+
+}  // namespace kiln

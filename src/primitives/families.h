@@ -5,8 +5,7 @@
 namespace kiln::primitives {
 
 #define KILN_FAMILIES(X) \
-  X(unary)               \
-  X(binary)              \
+  X(elementwise)         \
   X(reduce)              \
   X(shape)               \
   X(index)               \
@@ -17,9 +16,7 @@ namespace kiln::primitives {
   X(quantized)           \
   X(random)              \
   X(fast)                \
-  X(custom)              \
-  X(misc)                \
-  X(load)
+  X(misc)
 
 #define KILN_DECLARE_FAMILY(f) void register_##f();
 KILN_FAMILIES(KILN_DECLARE_FAMILY)

@@ -6,7 +6,7 @@
 #include "format/codec.h"
 #include "format/validate.h"
 #include "format/compat/version.h"
-#include "primitives/load.h"
+#include "primitives/misc/load.h"
 #include "trace/match.h"
 #include "trace/tape.h"
 

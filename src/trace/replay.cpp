@@ -4,7 +4,7 @@
 
 #include "format/codec.h"
 #include "format/validate.h"
-#include "primitives/load.h"
+#include "primitives/misc/load.h"
 #include "primitives/quirks.h"
 #include "trace/tape.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "primitives/load.h"
+#include "primitives/misc/load.h"
 #include "core/mode.h"
 #include "trace/tape.h"
 

@@ -8,7 +8,7 @@
 
 #include "format/record.h"
 #include "kiln/ops/misc.h"
-#include "primitives/load.h"
+#include "primitives/misc/load.h"
 #include "test_export_util.h"
 
 namespace mx = kiln;

@@ -14,7 +14,7 @@
 
 #include "format/codec.h"
 #include "format/record.h"
-#include "primitives/load.h"
+#include "primitives/misc/load.h"
 #include "test_export_util.h"
 
 namespace fs = std::filesystem;

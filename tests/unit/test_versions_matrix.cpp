@@ -13,7 +13,7 @@
 #include "kiln/fast.h"
 #include "kiln/fft.h"
 #include "kiln/linalg.h"
-#include "primitives/load.h"
+#include "primitives/misc/load.h"
 #include "test_export_util.h"
 
 namespace mx = kiln;

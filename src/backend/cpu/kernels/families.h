@@ -9,6 +9,7 @@
 namespace kiln::cpu {
 
 #define KILN_CPU_KERNEL_FAMILIES(X) \
+  X(elementwise)                   \
   X(reduce)                        \
   X(shape)                         \
   X(index)                         \
@@ -18,7 +19,8 @@ namespace kiln::cpu {
   X(fft)                           \
   X(quantized)                     \
   X(random)                        \
-  X(fast)
+  X(fast)                          \
+  X(misc)
 
 #define KILN_DECLARE_CPU_FAMILY(f) void register_cpu_##f(detail::KernelTable& table);
 KILN_CPU_KERNEL_FAMILIES(KILN_DECLARE_CPU_FAMILY)

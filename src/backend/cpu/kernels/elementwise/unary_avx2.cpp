@@ -2,7 +2,7 @@
 // sigmoid, erf built on exp). They follow the scalar functions of elementwise_common.h step for step,
 // eight lanes at a time and with the hardware FMA, so the results are the same bits. Chosen at run
 // time; other CPUs use the portable loops.
-#include "primitives/elementwise_common.h"  // first: it sets the kernels' float options
+#include "backend/cpu/kernels/elementwise/elementwise_common.h"  // first: it sets the kernels' float options
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>

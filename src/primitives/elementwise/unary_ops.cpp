@@ -1,10 +1,12 @@
 // Op builders of the unary family, with MLX's dtype rules: math ops compute in at least float32,
 // logical_not gives bool, abs of complex gives float32, and no-op cases return the input itself.
-#include "primitives/elementwise_common.h"  // first: it sets the kernels' float options
-
 #include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
 
 #include "kiln/ops/shape.h"
+#include "primitives/elementwise/rows.h"
 
 namespace kiln {
 

@@ -1,5 +1,6 @@
 // CustomKernel: a user-written GPU kernel (Metal or CUDA source). kiln reads and writes the node
-// exactly and can build one, but cannot run GPU source on the CPU: evaluation throws, naming the kernel.
+// exactly and can build one, but cannot run GPU source on the CPU: evaluation throws, naming the kernel
+// (src/backend/cpu/kernels/misc/custom.cpp). The row and the builders are here.
 #include <stdexcept>
 
 #include "kiln/fast.h"
@@ -7,20 +8,8 @@
 
 namespace kiln {
 
-namespace {
-
-// Field order of MLX's CustomKernel::state() (format spec 3.4, #115).
-enum CK { kName, kSource, kGx, kGy, kGz, kTx, kTy, kTz, kShapeInfos, kRowContig, kInit, kScalars, kPrecomp, kShmem };
-
-void custom_cpu(const Node& node, const std::vector<array>&, std::vector<array>&) {
-  throw std::runtime_error("[CustomKernel] Cannot run custom kernel '" + node.state.get<std::string>(kName) +
-                           "' on the CPU: its " + (node.state.b(kPrecomp) ? "precompiled " : "") +
-                           "GPU source needs a Metal or CUDA device, which kiln does not have.");
-}
-
-}  // namespace
-
 namespace primitives {
+// Called from register_misc (misc.cpp).
 void register_custom() {
   // No output rule: the outputs come from the record (or the builder).
   registry::define(detail::row("CustomKernel", {0, -1},
@@ -38,7 +27,7 @@ void register_custom() {
                                 {"scalar_arguments", FieldType::ScalarVec},
                                 {"is_precompiled", FieldType::Bool},
                                 {"shared_memory", FieldType::Int}},
-                               nullptr, custom_cpu, {.num_outputs = -1, .flags = kNoCSE, .shapeless = false}));
+                               nullptr, {.num_outputs = -1, .flags = kNoCSE, .shapeless = false}));
 }
 }  // namespace primitives
 

@@ -1,8 +1,9 @@
 // Block conversions between float16/bfloat16 and float, used by the element-wise kernels to run
 // 16-bit arrays through their float loops (compute in float, round once). float16 uses the F16C
 // instructions when the CPU has them; both give the same bits as float16_t / bfloat16_t.
+#include "backend/cpu/kernels/elementwise/elementwise_common.h"  // first: it sets the kernels' float options
+
 #include "backend/cpu/cpu_features.h"
-#include "primitives/elementwise_common.h"  // first: it sets the kernels' float options
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>

@@ -1,26 +1,17 @@
-// Element-wise unary primitives without transcendental math: casts, views, sign and rounding ops,
-// logical/bitwise negation and complex parts. The math ones (Exp, Sin, ...) are in unary_math.cpp,
-// the op builders in unary_ops.cpp.
-#include "primitives/elementwise_common.h"  // first: it sets the kernels' float options
+// CPU kernels of the element-wise unary primitives without transcendental math (casts, views, sign and
+// rounding ops, logical/bitwise negation, complex parts), and the element-wise family's entry
+// register_cpu_elementwise. The math ones (Exp, Sin, ...) are in unary_math.cpp; the rows in
+// src/primitives/elementwise/unary.cpp.
+#include "backend/cpu/kernels/elementwise/elementwise_common.h"  // first: it sets the kernels' float options
 
 #include <cmath>
 #include <limits>
 
+#include "backend/cpu/kernels/families.h"
+
 namespace kiln {
 
 namespace ew {
-
-std::vector<ArraySpec> same_infer(const State&, const std::vector<ArraySpec>& in) { return {in[0]}; }
-
-std::vector<ArraySpec> bool_unary_infer(const State&, const std::vector<ArraySpec>& in) {
-  return {{in[0].shape, bool_}};
-}
-
-void check_dtype(bool ok, const char* name, const char* what, Dtype found) {
-  if (!ok) {
-    throw std::invalid_argument(std::string("[") + name + "] " + what + " but found " + dtype_name(found) + ".");
-  }
-}
 
 array broadcast_view(const array& a, const Shape& shape) {
   if (a.shape() == shape) return a;
@@ -38,60 +29,6 @@ array broadcast_view(const array& a, const Shape& shape) {
 namespace {
 
 using namespace ew;
-
-// ---- infer rules ----
-
-std::vector<ArraySpec> astype_infer(const State& st, const std::vector<ArraySpec>& in) {
-  return {{in[0].shape, st.get<Dtype>(0)}};
-}
-
-// Shared rules take the op's name as a template argument, so that each reports its own "[name]".
-template <const char* Api>
-std::vector<ArraySpec> real_imag_infer(const State&, const std::vector<ArraySpec>& in) {
-  check_dtype(in[0].dtype == complex64, Api, "Expected a complex64 input", in[0].dtype);
-  return {{in[0].shape, float32}};
-}
-
-template <const char* Api>
-std::vector<ArraySpec> no_complex_infer(const State&, const std::vector<ArraySpec>& in) {
-  if (in[0].dtype == complex64) throw std::invalid_argument(std::string("[") + Api + "] Not supported for complex64.");
-  return {in[0]};
-}
-constexpr char kReal[] = "real", kImag[] = "imag", kFloor[] = "floor";
-
-std::vector<ArraySpec> invert_infer(const State&, const std::vector<ArraySpec>& in) {
-  check_dtype(is_integral(in[0].dtype), "bitwise_invert", "Bitwise inverse only allowed on integer types",
-              in[0].dtype);
-  return {in[0]};
-}
-
-// The View output: the last dimension scaled by the itemsize ratio (MLX's rules and messages).
-Shape view_shape(const Shape& in, Dtype from, Dtype to) {
-  Shape out = in;
-  const int ib = size_of(from), ob = size_of(to);
-  if (ib == ob) return out;
-  if (in.empty()) {
-    throw std::invalid_argument("[view] Changing the type of a scalar is only allowed for types with the same size.");
-  }
-  if (ib < ob) {
-    if (out.back() % (ob / ib) != 0) {
-      throw std::invalid_argument(
-          "[view] When viewing as a larger dtype, the size in bytes of the last axis must be a multiple of the "
-          "requested type size.");
-    }
-    out.back() /= (ob / ib);
-  } else {
-    out.back() *= (ib / ob);
-  }
-  return out;
-}
-
-std::vector<ArraySpec> view_infer(const State& st, const std::vector<ArraySpec>& in) {
-  Dtype to = st.get<Dtype>(0);
-  return {{view_shape(in[0].shape, in[0].dtype, to), to}};
-}
-
-// ---- kernels ----
 
 // float32 <-> float16/bfloat16 of row-major arrays use the block conversions (F16C when available).
 template <typename From, typename To>
@@ -279,35 +216,27 @@ void view_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out
 
 }  // namespace
 
-namespace primitives {
-void register_unary() {
-  const unsigned U = kUnary | kElementwise;
-  registry::define(detail::row("AsType", 1, {{"dtype", FieldType::DtypeF}}, astype_infer, astype_cpu, {.flags = U}));
-  registry::define(detail::row("View", 1, {{"dtype", FieldType::DtypeF}},
-                               view_infer, view_cpu,
-                               {.flags = kUnary,
-                                .display = [](const State& s) { return "View " + dtype_name(s.get<Dtype>(0)); },
-                                .shapeless = false}));
-  auto simple = [&](const char* name, InferFn infer, CpuFn cpu, unsigned extra = 0) {
-    registry::define(detail::row(name, 1, {}, infer, cpu, {.flags = U | extra}));
-  };
-  simple("Copy", same_infer, share_cpu, kNoOp);
-  simple("StopGradient", same_infer, share_cpu, kNoOp);
-  simple("Abs", same_infer, abs_cpu);
-  simple("Negative", same_infer, negative_cpu);
-  simple("Sign", same_infer, sign_cpu);
-  simple("Square", same_infer, square_cpu);
-  simple("Floor", no_complex_infer<kFloor>, rounding_cpu<0>);
-  simple("Ceil", no_complex_infer<kFloor>, rounding_cpu<1>);  // MLX's message for ceil says [floor] too
-  simple("Round", same_infer, rounding_cpu<2>);
-  simple("LogicalNot", bool_unary_infer, logical_not_cpu);
-  // MLX 0.30.1 has no serializer entry for BitwiseInvert (spec 3.6).
-  simple("BitwiseInvert", invert_infer, bitwise_invert_cpu, kNotSerializable);
-  simple("Conjugate", same_infer, conjugate_cpu);
-  simple("Real", real_imag_infer<kReal>, real_cpu);
-  simple("Imag", real_imag_infer<kImag>, imag_cpu);
-  ew::register_unary_math();
+namespace cpu {
+void register_cpu_elementwise(detail::KernelTable& table) {
+  table.add("AsType", astype_cpu);
+  table.add("View", view_cpu);
+  table.add("Copy", share_cpu);
+  table.add("StopGradient", share_cpu);
+  table.add("Abs", abs_cpu);
+  table.add("Negative", negative_cpu);
+  table.add("Sign", sign_cpu);
+  table.add("Square", square_cpu);
+  table.add("Floor", rounding_cpu<0>);
+  table.add("Ceil", rounding_cpu<1>);
+  table.add("Round", rounding_cpu<2>);
+  table.add("LogicalNot", logical_not_cpu);
+  table.add("BitwiseInvert", bitwise_invert_cpu);
+  table.add("Conjugate", conjugate_cpu);
+  table.add("Real", real_cpu);
+  table.add("Imag", imag_cpu);
+  ew::register_cpu_unary_math(table);
+  ew::register_cpu_binary(table);
 }
-}  // namespace primitives
+}  // namespace cpu
 
 }  // namespace kiln

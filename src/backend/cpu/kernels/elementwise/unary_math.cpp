@@ -1,25 +1,12 @@
-// Element-wise unary math primitives (Exp, Log, Sin, Sqrt, Sigmoid, Erf, ...). MLX evaluates them on
-// inexact dtypes only; the op builders cast integers to float32 first. Values follow MLX's CPU
-// backend: its own polynomials for exp/sin/cos/erf/erfinv, the C library for the rest.
-#include "primitives/elementwise_common.h"  // first: it sets the kernels' float options
+// CPU kernels of the element-wise unary math primitives (Exp, Log, Sin, Sqrt, Sigmoid, Erf, ...). MLX
+// evaluates them on inexact dtypes only (the rows in src/primitives/elementwise/unary_math.cpp reject the
+// others). Values follow MLX's CPU backend: its own polynomials for exp/sin/cos/erf/erfinv, the C
+// library for the rest.
+#include "backend/cpu/kernels/elementwise/elementwise_common.h"  // first: it sets the kernels' float options
 
 #include <cmath>
 
 namespace kiln {
-
-namespace ew {
-
-std::vector<ArraySpec> inexact_unary_infer(const State&, const std::vector<ArraySpec>& in) {
-  check_dtype(is_inexact(in[0].dtype), "unary_fp", "Expected a floating point or complex input", in[0].dtype);
-  return {in[0]};
-}
-
-std::vector<ArraySpec> float_unary_infer(const State&, const std::vector<ArraySpec>& in) {
-  check_dtype(is_floating_point(in[0].dtype), "unary_real", "Expected a real floating point input", in[0].dtype);
-  return {in[0]};
-}
-
-}  // namespace ew
 
 namespace {
 
@@ -166,14 +153,6 @@ void log_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& ou
   }
 }
 
-std::vector<ArraySpec> log_infer(const State& st, const std::vector<ArraySpec>& in) {
-  int base = st.i(0);
-  if (base < 0 || base > 2) {
-    throw std::invalid_argument("[Log] Invalid base code " + std::to_string(base) + " (expected 0, 1 or 2).");
-  }
-  return inexact_unary_infer(st, in);
-}
-
 void sqrt_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
   if (n.state.b(0)) unary_fp<RsqrtOp>(in[0], out[0]);
   else unary_fp<SqrtOp>(in[0], out[0]);
@@ -183,39 +162,27 @@ void sqrt_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& o
 
 namespace ew {
 
-void register_unary_math() {
-  const unsigned U = kUnary | kElementwise;
-  auto fp = [&](const char* name, CpuFn cpu, unsigned extra = 0) {
-    registry::define(detail::row(name, 1, {}, inexact_unary_infer, cpu, {.flags = U | extra}));
-  };
-  fp("Exp", fp_cpu<ExpOp>);
-  fp("Expm1", fp_cpu<Expm1Op>, kNoCSE);
-  fp("Log1p", fp_cpu<Log1pOp>, kNoCSE);
-  fp("Sin", fp_cpu<SinOp>);
-  fp("Cos", fp_cpu<CosOp>);
-  fp("Tan", fp_cpu<TanOp>);
-  fp("Sinh", fp_cpu<SinhOp>);
-  fp("Cosh", fp_cpu<CoshOp>);
-  fp("Tanh", fp_cpu<TanhOp>);
-  fp("ArcSin", fp_cpu<ArcSinOp>);
-  fp("ArcCos", fp_cpu<ArcCosOp>);
-  fp("ArcTan", fp_cpu<ArcTanOp>);
-  fp("ArcSinh", fp_cpu<ArcSinhOp>);
-  fp("ArcCosh", fp_cpu<ArcCoshOp>);
-  fp("ArcTanh", fp_cpu<ArcTanhOp>);
-  fp("Sigmoid", fp_cpu<SigmoidOp>);
-  for (const char* name : {"Erf", "ErfInv"}) {
-    const CpuFn cpu = std::string(name) == "Erf" ? fp_cpu<ErfOp, false> : real_fp_cpu<ErfInvOp>;
-    registry::define(detail::row(name, 1, {}, float_unary_infer, cpu, {.flags = U}));
-  }
-  registry::define(detail::row("Log", 1, {{"base", FieldType::Int}}, log_infer, log_cpu,
-                               {.flags = U, .display = [](const State& s) -> std::string {
-                                  int b = s.i(0);
-                                  return b == 0 ? "Log2" : (b == 1 ? "Log10" : "Log");
-                                }}));
-  registry::define(detail::row("Sqrt", 1, {{"recip", FieldType::Bool}}, inexact_unary_infer, sqrt_cpu,
-                               {.flags = U,
-                                .display = [](const State& s) -> std::string { return s.b(0) ? "Rsqrt" : "Sqrt"; }}));
+void register_cpu_unary_math(detail::KernelTable& table) {
+  table.add("Exp", fp_cpu<ExpOp>);
+  table.add("Expm1", fp_cpu<Expm1Op>);
+  table.add("Log1p", fp_cpu<Log1pOp>);
+  table.add("Sin", fp_cpu<SinOp>);
+  table.add("Cos", fp_cpu<CosOp>);
+  table.add("Tan", fp_cpu<TanOp>);
+  table.add("Sinh", fp_cpu<SinhOp>);
+  table.add("Cosh", fp_cpu<CoshOp>);
+  table.add("Tanh", fp_cpu<TanhOp>);
+  table.add("ArcSin", fp_cpu<ArcSinOp>);
+  table.add("ArcCos", fp_cpu<ArcCosOp>);
+  table.add("ArcTan", fp_cpu<ArcTanOp>);
+  table.add("ArcSinh", fp_cpu<ArcSinhOp>);
+  table.add("ArcCosh", fp_cpu<ArcCoshOp>);
+  table.add("ArcTanh", fp_cpu<ArcTanhOp>);
+  table.add("Sigmoid", fp_cpu<SigmoidOp>);
+  table.add("Erf", fp_cpu<ErfOp, false>);
+  table.add("ErfInv", real_fp_cpu<ErfInvOp>);
+  table.add("Log", log_cpu);
+  table.add("Sqrt", sqrt_cpu);
 }
 
 }  // namespace ew

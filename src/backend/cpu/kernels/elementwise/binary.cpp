@@ -1,34 +1,20 @@
-// Element-wise arithmetic binary primitives (Add, Subtract, Multiply, Divide, Remainder, DivMod, Power,
-// Maximum, Minimum, ArcTan2, LogAddExp) and their ops. Op builders promote both inputs to one dtype
-// and broadcast them, as MLX does; comparisons, logical and bitwise ops are in binary_compare.cpp.
+// CPU kernels of the element-wise arithmetic binary primitives (Add, Subtract, Multiply, Divide,
+// Remainder, DivMod, Power, Maximum, Minimum, ArcTan2, LogAddExp, FloorDivide); the rows and op builders
+// are in src/primitives/elementwise/binary.cpp, comparisons, logical and bitwise kernels in
+// binary_compare.cpp.
 //
 // Integer corner cases where MLX's CPU kernels crash or hang get defined results here: x / 0 and
 // x % 0 give 0, INT_MIN / -1 wraps, and a negative integer exponent gives the truncated real result
 // (1 for base 1, ±1 for base -1, else 0).
-#include "primitives/elementwise_common.h"  // first: it sets the kernels' float options
+#include "backend/cpu/kernels/elementwise/elementwise_common.h"  // first: it sets the kernels' float options
 
 #include <cmath>
 
-#include "kiln/ops/shape.h"
-
 namespace kiln {
-
-namespace ew {
-
-ArraySpec binary_spec(const char* name, const std::vector<ArraySpec>& in) {
-  if (in[0].dtype != in[1].dtype) {
-    throw std::invalid_argument(std::string("[") + name + "] Inputs must have the same dtype but found " +
-                                dtype_name(in[0].dtype) + " and " + dtype_name(in[1].dtype) + ".");
-  }
-  return {detail::broadcast_shapes(in[0].shape, in[1].shape), in[0].dtype};
-}
-
-}  // namespace ew
 
 namespace {
 
 using namespace ew;
-using detail::at_least_float;
 
 template <typename T>
 inline constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
@@ -36,7 +22,6 @@ inline constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, boo
 // Each Op: apply(x, y) for every dtype's C++ type (half types compute in float).
 struct AddOp {
   static constexpr bool kHalfViaFloat = true;
-  static constexpr const char* name = "Add";
   template <typename T>
   static T apply(T x, T y) {
     if constexpr (std::is_same_v<T, bool>) return x || y;
@@ -48,7 +33,6 @@ struct AddOp {
 
 struct SubtractOp {
   static constexpr bool kHalfViaFloat = true;
-  static constexpr const char* name = "Subtract";
   template <typename T>
   static T apply(T x, T y) {
     if constexpr (std::is_same_v<T, bool>) return x != y;
@@ -60,7 +44,6 @@ struct SubtractOp {
 
 struct MultiplyOp {
   static constexpr bool kHalfViaFloat = true;
-  static constexpr const char* name = "Multiply";
   template <typename T>
   static T apply(T x, T y) {
     if constexpr (std::is_same_v<T, bool>) return x && y;
@@ -91,7 +74,6 @@ inline T int_mod(T x, T y) {
 
 struct DivideOp {
   static constexpr bool kHalfViaFloat = true;
-  static constexpr const char* name = "Divide";
   template <typename T>
   static T apply(T x, T y) {
     if constexpr (std::is_same_v<T, bool>) return x && y;
@@ -105,7 +87,6 @@ struct DivideOp {
 // integers round the quotient toward minus infinity (x // 0 gives 0), floats take floor(x / y),
 // complex values are divided without rounding, booleans give x && y, as MLX 0.32.4 computes them.
 struct FloorDivideOp {
-  static constexpr const char* name = "FloorDivide";
   template <typename T>
   static T apply(T x, T y) {
     if constexpr (std::is_same_v<T, bool>) {
@@ -129,7 +110,6 @@ struct FloorDivideOp {
 // Python-style remainder: the result takes the divisor's sign. MLX skips that fix for float16 and
 // bfloat16 (its half types do not count as signed) and uses the real parts for complex inputs.
 struct RemainderOp {
-  static constexpr const char* name = "Remainder";
   template <typename T>
   static T apply(T x, T y) {
     if constexpr (std::is_same_v<T, bool>) {
@@ -154,7 +134,6 @@ struct RemainderOp {
 
 struct PowerOp {
   static constexpr bool kHalfViaFloat = true;
-  static constexpr const char* name = "Power";
   template <typename T>
   static T apply(T base, T e) {
     if constexpr (std::is_same_v<T, bool>) {
@@ -184,7 +163,6 @@ struct PowerOp {
 template <bool Max>
 struct ExtremumOp {
   static constexpr bool kHalfViaFloat = true;  // picks one operand, exactly representable
-  static constexpr const char* name = Max ? "Maximum" : "Minimum";
   template <typename T>
   static T apply(T x, T y) {
     if constexpr (std::is_same_v<T, bool>) {
@@ -205,7 +183,6 @@ struct ExtremumOp {
 
 struct ArcTan2Op {
   static constexpr bool kHalfViaFloat = true;
-  static constexpr const char* name = "ArcTan2";
   template <typename T>
   static T apply(T x, T y) {
     if constexpr (detail::is_complex_v<T>) return T(std::atan2(x.real(), y.real()), 0.0f);  // MLX uses real parts
@@ -217,7 +194,6 @@ struct ArcTan2Op {
 // max + log1p(exp(min - max)); infinite operands short-circuit to the maximum.
 struct LogAddExpOp {
   static constexpr bool kHalfViaFloat = true;
-  static constexpr const char* name = "LogAddExp";
   template <typename T>
   static T apply(T x, T y) {
     if constexpr (detail::is_half_v<T>) {
@@ -329,112 +305,25 @@ void divmod_cpu(const Node& node, const std::vector<array>& in, std::vector<arra
   });
 }
 
-template <typename Op>
-std::vector<ArraySpec> arith_infer(const State&, const std::vector<ArraySpec>& in) {
-  return {binary_spec(Op::name, in)};
-}
-
-template <typename Op>
-std::vector<ArraySpec> float_arith_infer(const State&, const std::vector<ArraySpec>& in) {
-  ArraySpec o = binary_spec(Op::name, in);
-  check_dtype(is_inexact(o.dtype), Op::name, "Expected floating point or complex inputs", o.dtype);
-  return {o};
-}
-
-std::vector<ArraySpec> divmod_infer(const State&, const std::vector<ArraySpec>& in) {
-  ArraySpec o = binary_spec("DivMod", in);
-  if (o.dtype == complex64) throw std::invalid_argument("[divmod] Complex type not supported.");
-  return {o, o};
-}
-
-// ---- op builders ----
-
-std::pair<array, array> prepare(const array& a, const array& b, Dtype t, StreamOrDevice s) {
-  auto bs = broadcast_arrays({astype(a, t, s), astype(b, t, s)}, s);
-  return {bs[0], bs[1]};
-}
-
-array binary_op(const char* prim, const array& a, const array& b, Dtype t, StreamOrDevice s) {
-  auto [x, y] = prepare(a, b, t, s);
-  const PrimitiveDef& d = detail::def(prim);
-  return make_array(d, {}, {x, y}, {{x.shape(), t}}, to_stream(s));
-}
-
 }  // namespace
 
-namespace primitives {
-void register_binary() {
-  const unsigned B = kBinary | kElementwise;
-  auto row = [&](const char* name, InferFn infer, CpuFn cpu, int outs = 1) {
-    registry::define(detail::row(name, 2, {}, infer, cpu, {.num_outputs = outs, .flags = B}));
-  };
-  row("Add", arith_infer<AddOp>, arith_cpu<AddOp>);
-  row("Subtract", arith_infer<SubtractOp>, arith_cpu<SubtractOp>);
-  row("Multiply", arith_infer<MultiplyOp>, arith_cpu<MultiplyOp>);
-  row("Divide", arith_infer<DivideOp>, arith_cpu<DivideOp>);
-  row("Remainder", arith_infer<RemainderOp>, arith_cpu<RemainderOp>);
-  row("Power", arith_infer<PowerOp>, arith_cpu<PowerOp>);
-  row("Maximum", arith_infer<ExtremumOp<true>>, arith_cpu<ExtremumOp<true>>);
-  row("Minimum", arith_infer<ExtremumOp<false>>, arith_cpu<ExtremumOp<false>>);
-  row("ArcTan2", float_arith_infer<ArcTan2Op>, float_arith_cpu<ArcTan2Op>);
-  row("LogAddExp", float_arith_infer<LogAddExpOp>, float_arith_cpu<LogAddExpOp>);
-  registry::define(detail::row("DivMod", 2, {{"floor", FieldType::Bool}}, divmod_infer, divmod_cpu,
-                               {.num_outputs = 2, .flags = B}));
-  row("FloorDivide", arith_infer<FloorDivideOp>, arith_cpu<FloorDivideOp>);
-  ew::register_binary_compare();
-  ew::register_ternary();
+namespace ew {
+void register_cpu_binary(detail::KernelTable& table) {
+  table.add("Add", arith_cpu<AddOp>);
+  table.add("Subtract", arith_cpu<SubtractOp>);
+  table.add("Multiply", arith_cpu<MultiplyOp>);
+  table.add("Divide", arith_cpu<DivideOp>);
+  table.add("Remainder", arith_cpu<RemainderOp>);
+  table.add("Power", arith_cpu<PowerOp>);
+  table.add("Maximum", arith_cpu<ExtremumOp<true>>);
+  table.add("Minimum", arith_cpu<ExtremumOp<false>>);
+  table.add("ArcTan2", float_arith_cpu<ArcTan2Op>);
+  table.add("LogAddExp", float_arith_cpu<LogAddExpOp>);
+  table.add("DivMod", divmod_cpu);
+  table.add("FloorDivide", arith_cpu<FloorDivideOp>);
+  register_cpu_binary_compare(table);
+  register_cpu_ternary(table);
 }
-}  // namespace primitives
-
-array add(const array& a, const array& b, StreamOrDevice s) {
-  return binary_op("Add", a, b, promote_types(a.dtype(), b.dtype()), s);
-}
-array subtract(const array& a, const array& b, StreamOrDevice s) {
-  return binary_op("Subtract", a, b, promote_types(a.dtype(), b.dtype()), s);
-}
-array multiply(const array& a, const array& b, StreamOrDevice s) {
-  return binary_op("Multiply", a, b, promote_types(a.dtype(), b.dtype()), s);
-}
-array divide(const array& a, const array& b, StreamOrDevice s) {
-  return binary_op("Divide", a, b, at_least_float(promote_types(a.dtype(), b.dtype())), s);
-}
-array floor_divide(const array& a, const array& b, StreamOrDevice s) {
-  Dtype t = promote_types(a.dtype(), b.dtype());
-  if (is_inexact(t)) return floor(divide(a, b, s), s);
-  return binary_op("Divide", a, b, t, s);
-}
-array remainder(const array& a, const array& b, StreamOrDevice s) {
-  return binary_op("Remainder", a, b, promote_types(a.dtype(), b.dtype()), s);
-}
-// kiln's divmod builds the C-style node of MLX 0.30.1, the release whose layout kiln writes by default
-// (exports for 0.32.2 on refuse it; files from those releases carry the flooring node).
-std::vector<array> divmod(const array& a, const array& b, StreamOrDevice s) {
-  Dtype t = promote_types(a.dtype(), b.dtype());
-  if (t == complex64) throw std::invalid_argument("[divmod] Complex type not supported.");
-  auto [x, y] = prepare(a, b, t, s);
-  static const PrimitiveDef& d = detail::def("DivMod");
-  return make_arrays(d, State{false}, {x, y}, {{x.shape(), t}, {x.shape(), t}}, to_stream(s));
-}
-array power(const array& a, const array& b, StreamOrDevice s) {
-  return binary_op("Power", a, b, promote_types(a.dtype(), b.dtype()), s);
-}
-array maximum(const array& a, const array& b, StreamOrDevice s) {
-  return binary_op("Maximum", a, b, promote_types(a.dtype(), b.dtype()), s);
-}
-array minimum(const array& a, const array& b, StreamOrDevice s) {
-  return binary_op("Minimum", a, b, promote_types(a.dtype(), b.dtype()), s);
-}
-array arctan2(const array& a, const array& b, StreamOrDevice s) {
-  return binary_op("ArcTan2", a, b, at_least_float(promote_types(a.dtype(), b.dtype())), s);
-}
-array logaddexp(const array& a, const array& b, StreamOrDevice s) {
-  return binary_op("LogAddExp", a, b, at_least_float(promote_types(a.dtype(), b.dtype())), s);
-}
-
-array operator+(const array& a, const array& b) { return add(a, b); }
-array operator-(const array& a, const array& b) { return subtract(a, b); }
-array operator*(const array& a, const array& b) { return multiply(a, b); }
-array operator/(const array& a, const array& b) { return divide(a, b); }
-array operator%(const array& a, const array& b) { return remainder(a, b); }
+}  // namespace ew
 
 }  // namespace kiln

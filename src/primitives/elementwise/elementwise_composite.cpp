@@ -1,10 +1,10 @@
 // Element-wise ops built from other ops, as MLX builds them (so traced graphs match MLX's): clip,
 // isclose, allclose, array_equal, nan_to_num.
-#include "primitives/elementwise_common.h"  // first: it sets the kernels' float options
-
 #include <limits>
+#include <stdexcept>
 
 #include "kiln/ops.h"
+#include "primitives/elementwise/rows.h"
 
 namespace kiln {
 

@@ -1,4 +1,6 @@
-#include "primitives/load.h"
+// The Load row and its builders (primitives/misc/load.h); its CPU kernel is in
+// src/backend/cpu/kernels/misc/load.cpp.
+#include "primitives/misc/load.h"
 
 #include <algorithm>
 #include <atomic>
@@ -6,7 +8,6 @@
 #include <mutex>
 
 #include "primitives/common.h"
-#include "primitives/families.h"
 
 namespace kiln {
 
@@ -16,7 +17,7 @@ std::atomic<uint64_t> g_reads{0};
 
 // One constant's source; the read happens once, whichever thread evaluates it first.
 struct LoadSlot {
-  std::shared_ptr<const format::Source> src;
+  detail::LoadRead read;
   uint64_t offset = 0;
   uint64_t nbytes = 0;
   Dtype dtype = float32;
@@ -27,7 +28,7 @@ struct LoadSlot {
   const std::shared_ptr<detail::Data>& get() const {
     std::call_once(once, [&] {
       auto d = detail::allocate(nbytes);
-      src->read_at(offset, d->ptr, nbytes);
+      read(offset, d->ptr, nbytes);
       if (dtype == bool_) {
         // A bool byte other than 0 or 1 is undefined behaviour in C++: read any non-zero byte as true.
         auto* b = static_cast<uint8_t*>(d->ptr);
@@ -46,16 +47,12 @@ struct LoadSlot {
   }
 };
 
-void load_cpu(const Node& node, const std::vector<array>&, std::vector<array>& out) {
-  auto slot = std::static_pointer_cast<const LoadSlot>(node.extra);
-  out[0].set_data(slot->get());
-}
-
 }  // namespace
 
 namespace primitives {
+// Called from register_misc (misc.cpp).
 void register_load() {
-  registry::define(detail::row("Load", 0, {{"offset", FieldType::Size}}, nullptr, load_cpu,
+  registry::define(detail::row("Load", 0, {{"offset", FieldType::Size}}, nullptr,
                                {.flags = kNotSerializable | kNoCSE}));
 }
 }  // namespace primitives
@@ -67,10 +64,9 @@ const PrimitiveDef& load_def() {
   return d;
 }
 
-array load_constant(std::shared_ptr<const format::Source> src, const ArraySpec& spec, uint64_t offset,
-                    uint64_t nbytes) {
+array load_constant(LoadRead read, const ArraySpec& spec, uint64_t offset, uint64_t nbytes) {
   auto slot = std::make_shared<LoadSlot>();
-  slot->src = std::move(src);
+  slot->read = std::move(read);
   slot->offset = offset;
   slot->nbytes = nbytes;
   slot->dtype = spec.dtype;
@@ -88,6 +84,11 @@ array constant_for_call(const array& constant) {
   array a = make_array(load_def(), node->state, {}, {spec}, node->stream);
   a.node()->extra = slot;
   return a;
+}
+
+std::shared_ptr<Data> load_payload(const Node& node) {
+  auto slot = std::static_pointer_cast<const LoadSlot>(node.extra);
+  return slot->get();
 }
 
 uint64_t load_reads() { return g_reads.load(); }

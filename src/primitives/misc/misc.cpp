@@ -1,5 +1,7 @@
-// Graph utility primitives: Depends (n real inputs followed by m dependencies; n outputs that are
-// the real inputs, evaluated after the dependencies).
+// Rows of the misc family: graph utility primitives (Depends: n real inputs followed by m dependencies;
+// n outputs that are the real inputs, evaluated after the dependencies), and the family's register_misc,
+// which also registers CustomKernel (custom.cpp) and Load (load.cpp). The kernels are in
+// src/backend/cpu/kernels/misc/.
 #include <stdexcept>
 
 #include "kiln/ops/misc.h"
@@ -9,21 +11,6 @@
 namespace kiln {
 
 namespace {
-
-void depends_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
-  // The output count comes from the record, so check it against the inputs before aliasing them.
-  if (out.size() > in.size()) {
-    throw std::invalid_argument("[Depends] " + std::to_string(out.size()) + " outputs need at least as many inputs, found " +
-                                std::to_string(in.size()) + ".");
-  }
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (out[i].shape() != in[i].shape() || out[i].dtype() != in[i].dtype()) {
-      throw std::invalid_argument("[Depends] Output " + std::to_string(i) + " must have the shape and dtype of input " +
-                                  std::to_string(i) + ".");
-    }
-    out[i].set_view(in[i], in[i].strides(), in[i].offset());
-  }
-}
 
 // A file's Depends node: each output is the matching input (the count comes from the record).
 void depends_check(const State&, const std::vector<ArraySpec>& in, const std::vector<ArraySpec>& out) {
@@ -42,9 +29,15 @@ void depends_check(const State&, const std::vector<ArraySpec>& in, const std::ve
 }  // namespace
 
 namespace primitives {
+// The family's other rows, in registry order around Depends.
+void register_custom();  // custom.cpp
+void register_load();    // load.cpp
+
 void register_misc() {
-  registry::define(detail::row("Depends", {1, -1}, {}, nullptr, depends_cpu,
+  register_custom();
+  registry::define(detail::row("Depends", {1, -1}, {}, nullptr,
                                {.num_outputs = -1, .flags = kNoCSE, .shapeless = false, .check = depends_check}));
+  register_load();
 }
 }  // namespace primitives
 

@@ -1,22 +1,12 @@
-// Select (the primitive behind `where`): out = condition ? x : y, element-wise.
-#include "primitives/elementwise_common.h"  // first: it sets the kernels' float options
-
-#include "kiln/ops/shape.h"
+// CPU kernel of Select (the primitive behind `where`): out = condition ? x : y, element-wise. The row
+// and `where` are in src/primitives/elementwise/ternary.cpp.
+#include "backend/cpu/kernels/elementwise/elementwise_common.h"  // first: it sets the kernels' float options
 
 namespace kiln {
 
 namespace {
 
 using namespace ew;
-
-std::vector<ArraySpec> select_infer(const State&, const std::vector<ArraySpec>& in) {
-  if (in[1].dtype != in[2].dtype) {
-    throw std::invalid_argument("[Select] The two value inputs must have the same dtype but found " +
-                                dtype_name(in[1].dtype) + " and " + dtype_name(in[2].dtype) + ".");
-  }
-  Shape shape = detail::broadcast_shapes(detail::broadcast_shapes(in[0].shape, in[1].shape), in[2].shape);
-  return {{shape, in[1].dtype}};
-}
 
 void select_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
   const Shape& shape = out[0].shape();
@@ -66,16 +56,7 @@ void select_cpu(const Node&, const std::vector<array>& in, std::vector<array>& o
 }  // namespace
 
 namespace ew {
-void register_ternary() {
-  registry::define(detail::row("Select", 3, {}, select_infer, select_cpu, {.flags = kElementwise}));
-}
+void register_cpu_ternary(detail::KernelTable& table) { table.add("Select", select_cpu); }
 }  // namespace ew
-
-array where(const array& condition, const array& x, const array& y, StreamOrDevice s) {
-  Dtype t = promote_types(x.dtype(), y.dtype());
-  auto in = broadcast_arrays({astype(condition, bool_, s), astype(x, t, s), astype(y, t, s)}, s);
-  static const PrimitiveDef& d = detail::def("Select");
-  return make_array(d, {}, {in[0], in[1], in[2]}, {{in[0].shape(), t}}, to_stream(s));
-}
 
 }  // namespace kiln

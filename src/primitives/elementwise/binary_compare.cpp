@@ -1,8 +1,11 @@
-// Comparison, logical and bitwise binary primitives (Equal, NotEqual, Greater, GreaterEqual, Less,
-// LessEqual, LogicalAnd, LogicalOr, BitwiseBinary) and their ops.
-#include "primitives/elementwise_common.h"  // first: it sets the kernels' float options
+// Rows of the comparison, logical and bitwise binary primitives (Equal, NotEqual, Greater, GreaterEqual,
+// Less, LessEqual, LogicalAnd, LogicalOr, BitwiseBinary) and their ops. The kernels are in
+// src/backend/cpu/kernels/elementwise/binary_compare.cpp.
+#include <stdexcept>
+#include <string>
 
 #include "kiln/ops/shape.h"
+#include "primitives/elementwise/rows.h"
 
 namespace kiln {
 
@@ -10,120 +13,14 @@ namespace {
 
 using namespace ew;
 
-// Comparisons. float16/bfloat16 compare as floats; complex orders lexicographically, as in MLX.
-#define KILN_COMPARE(Name, Display, OP, CPLX)            \
-  struct Name {                                          \
-    static constexpr const char* name = Display;         \
-    template <typename T>                                \
-    static bool apply(T x, T y) {                        \
-      if constexpr (detail::is_half_v<T>) {                      \
-        return static_cast<float>(x) OP static_cast<float>(y); \
-      } else if constexpr (detail::is_complex_v<T>) {            \
-        return CPLX;                                     \
-      } else {                                           \
-        return x OP y;                                   \
-      }                                                  \
-    }                                                    \
-  };
-KILN_COMPARE(EqualOp, "Equal", ==, x == y)
-KILN_COMPARE(NotEqualOp, "NotEqual", !=, x != y)
-KILN_COMPARE(GreaterOp, "Greater", >, cgt(x, y))
-KILN_COMPARE(GreaterEqualOp, "GreaterEqual", >=, cge(x, y))
-KILN_COMPARE(LessOp, "Less", <, cgt(y, x))
-KILN_COMPARE(LessEqualOp, "LessEqual", <=, cge(y, x))
-#undef KILN_COMPARE
+// Shared rules take the op's name as a template argument, so that each reports its own "[name]".
+constexpr char kEqual[] = "Equal", kNotEqual[] = "NotEqual", kGreater[] = "Greater",
+               kGreaterEqual[] = "GreaterEqual", kLess[] = "Less", kLessEqual[] = "LessEqual",
+               kLogicalAnd[] = "LogicalAnd", kLogicalOr[] = "LogicalOr";
 
-// Equal with equal_nan: NaN equals NaN (for complex, MLX tests the real parts for NaN).
-struct NaNEqualOp {
-  template <typename T>
-  static bool apply(T x, T y) {
-    if constexpr (detail::is_complex_v<T>) {
-      return x == y || (std::isnan(x.real()) && std::isnan(y.real()));
-    } else if constexpr (detail::is_float_v<T>) {
-      using A = detail::acc_t<T>;
-      A a = static_cast<A>(x), b = static_cast<A>(y);
-      return a == b || (a != a && b != b);
-    } else {
-      return x == y;
-    }
-  }
-};
-
-template <typename T>
-inline bool truthy(T v) {
-  if constexpr (detail::is_half_v<T>) return static_cast<float>(v) != 0.0f;
-  else return v != T(0);
-}
-
-struct LogicalAndOp {
-  static constexpr const char* name = "LogicalAnd";
-  template <typename T>
-  static bool apply(T x, T y) {
-    return truthy(x) && truthy(y);
-  }
-};
-
-struct LogicalOrOp {
-  static constexpr const char* name = "LogicalOr";
-  template <typename T>
-  static bool apply(T x, T y) {
-    return truthy(x) || truthy(y);
-  }
-};
-
-template <typename Op>
-void compare_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
-  detail::dispatch_all(in[0].dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    binary_run<T, bool>(in[0], in[1], out[0], [](T x, T y) { return Op::apply(x, y); });
-  });
-}
-
-void equal_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
-  if (n.state.b(0)) compare_cpu<NaNEqualOp>(n, in, out);
-  else compare_cpu<EqualOp>(n, in, out);
-}
-
-template <typename Op>
+template <const char* Name>
 std::vector<ArraySpec> compare_infer(const State&, const std::vector<ArraySpec>& in) {
-  return {{binary_spec(Op::name, in).shape, bool_}};
-}
-
-// Bitwise ops. Shifts behave as on x86, where MLX runs: operands narrower than 32 bits are shifted
-// as int, and the count is taken modulo the (promoted) width.
-template <int Code, typename T>
-inline T bitwise(T x, T y) {
-  using W = std::conditional_t<(sizeof(T) < 4), int32_t, T>;
-  constexpr int mask = sizeof(W) * 8 - 1;
-  W a = static_cast<W>(x), b = static_cast<W>(y);
-  W r;
-  if constexpr (Code == 0) r = a & b;
-  else if constexpr (Code == 1) r = a | b;
-  else if constexpr (Code == 2) r = a ^ b;
-  else if constexpr (Code == 3) r = static_cast<W>(a << (b & mask));
-  else r = static_cast<W>(a >> (b & mask));
-  if constexpr (std::is_same_v<T, bool>) return r != 0;
-  else return static_cast<T>(r);
-}
-
-template <int Code>
-void bitwise_run(const std::vector<array>& in, array& out) {
-  detail::dispatch_all(in[0].dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_integral_v<T>) {
-      binary_run<T, T>(in[0], in[1], out, [](T x, T y) { return bitwise<Code>(x, y); });
-    }
-  });
-}
-
-void bitwise_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& out) {
-  switch (n.state.i(0)) {
-    case 0: return bitwise_run<0>(in, out[0]);
-    case 1: return bitwise_run<1>(in, out[0]);
-    case 2: return bitwise_run<2>(in, out[0]);
-    case 3: return bitwise_run<3>(in, out[0]);
-    default: return bitwise_run<4>(in, out[0]);
-  }
+  return {{binary_spec(Name, in).shape, bool_}};
 }
 
 const char* bitwise_display(int op) {
@@ -182,24 +79,24 @@ Dtype shift_type(const array& a, const array& b) {
 namespace ew {
 void register_binary_compare() {
   const unsigned B = kBinary | kElementwise;
-  auto row = [&](const char* name, InferFn infer, CpuFn cpu) {
-    registry::define(detail::row(name, 2, {}, infer, cpu, {.flags = B}));
+  auto row = [&](const char* name, InferFn infer) {
+    registry::define(detail::row(name, 2, {}, infer, {.flags = B}));
   };
-  registry::define(detail::row("Equal", 2, {{"equal_nan", FieldType::Bool}},
-                               compare_infer<EqualOp>, equal_cpu,
+  registry::define(detail::row(kEqual, 2, {{"equal_nan", FieldType::Bool}},
+                               compare_infer<kEqual>,
                                {.flags = B,
                                 .display = [](const State& s) -> std::string {
                                   return s.b(0) ? "NaNEqual" : "Equal";
                                 }}));
-  row("NotEqual", compare_infer<NotEqualOp>, compare_cpu<NotEqualOp>);
-  row("Greater", compare_infer<GreaterOp>, compare_cpu<GreaterOp>);
-  row("GreaterEqual", compare_infer<GreaterEqualOp>, compare_cpu<GreaterEqualOp>);
-  row("Less", compare_infer<LessOp>, compare_cpu<LessOp>);
-  row("LessEqual", compare_infer<LessEqualOp>, compare_cpu<LessEqualOp>);
-  row("LogicalAnd", compare_infer<LogicalAndOp>, compare_cpu<LogicalAndOp>);
-  row("LogicalOr", compare_infer<LogicalOrOp>, compare_cpu<LogicalOrOp>);
+  row(kNotEqual, compare_infer<kNotEqual>);
+  row(kGreater, compare_infer<kGreater>);
+  row(kGreaterEqual, compare_infer<kGreaterEqual>);
+  row(kLess, compare_infer<kLess>);
+  row(kLessEqual, compare_infer<kLessEqual>);
+  row(kLogicalAnd, compare_infer<kLogicalAnd>);
+  row(kLogicalOr, compare_infer<kLogicalOr>);
   registry::define(detail::row("BitwiseBinary", 2, {{"op", FieldType::Int}},
-                               bitwise_infer, bitwise_cpu,
+                               bitwise_infer,
                                {.flags = B,
                                 .display = [](const State& s) -> std::string { return bitwise_display(s.i(0)); }}));
 }
@@ -247,3 +144,4 @@ array operator<<(const array& a, const array& b) { return left_shift(a, b); }
 array operator>>(const array& a, const array& b) { return right_shift(a, b); }
 
 }  // namespace kiln
+

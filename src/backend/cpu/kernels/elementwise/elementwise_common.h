@@ -1,9 +1,9 @@
-// Shared pieces of the element-wise family (unary*.cpp, binary*.cpp, ternary.cpp, ...): kernel helpers
-// (layouts, 16-bit blocks), infer rules, and through elementwise_math.h the scalar functions that
-// reproduce MLX's CPU values.
+// Shared pieces of the element-wise CPU kernels (this folder: unary*.cpp, binary*.cpp, ternary.cpp):
+// kernel helpers (layouts, 16-bit blocks) and through elementwise_math.h the scalar functions that
+// reproduce MLX's CPU values. The rows' infer rules are in src/primitives/elementwise/rows.h.
 //
-// Include this header FIRST in every element-wise .cpp: the pragma below must precede all other code
-// of the translation unit. Neither errno nor floating-point exception flags are results of these
+// Include this header FIRST in every element-wise kernel .cpp: the pragma below must precede all other
+// code of the translation unit. Neither errno nor floating-point exception flags are results of these
 // kernels; without them GCC vectorizes sqrt and the branch-free selects of the loops.
 #pragma once
 
@@ -20,11 +20,10 @@
 #include <string>
 #include <type_traits>
 
+#include "backend/cpu/kernels/elementwise/elementwise_math.h"
 #include "backend/cpu/loops.h"
-#include "kiln/ops/elementwise.h"
+#include "core/kernels.h"
 #include "kiln/primitive.h"
-#include "primitives/common.h"
-#include "primitives/elementwise_math.h"
 
 namespace kiln::ew {
 
@@ -211,25 +210,11 @@ void unary_fp(const array& in, array& out) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Infer rules
-
-std::vector<ArraySpec> same_infer(const State&, const std::vector<ArraySpec>& in);
-std::vector<ArraySpec> bool_unary_infer(const State&, const std::vector<ArraySpec>& in);
-// Unary ops evaluated on inexact types only (Exp, Sin, ...): output like the input.
-std::vector<ArraySpec> inexact_unary_infer(const State&, const std::vector<ArraySpec>& in);
-// Erf, ErfInv: real floating types only.
-std::vector<ArraySpec> float_unary_infer(const State&, const std::vector<ArraySpec>& in);
-// Binary ops: both inputs must have one dtype (the op builders cast them); the shape is their
-// broadcast. Returns that shape with the inputs' dtype.
-ArraySpec binary_spec(const char* name, const std::vector<ArraySpec>& in);
-
-// Throws "[name] <what> but found <dtype>." when `ok` is false.
-void check_dtype(bool ok, const char* name, const char* what, Dtype found);
-
-// ---------------------------------------------------------------------------------------------
-// Registration of the sub-families (called from register_unary / register_binary).
-void register_unary_math();
-void register_binary_compare();
-void register_ternary();
+// Registration of the sub-families' kernels (called from register_cpu_elementwise in unary.cpp, and
+// register_cpu_binary).
+void register_cpu_unary_math(detail::KernelTable& table);
+void register_cpu_binary(detail::KernelTable& table);
+void register_cpu_binary_compare(detail::KernelTable& table);
+void register_cpu_ternary(detail::KernelTable& table);
 
 }  // namespace kiln::ew

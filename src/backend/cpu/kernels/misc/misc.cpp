@@ -1,0 +1,42 @@
+// CPU kernels of the misc family: Depends (here), CustomKernel (custom.cpp) and Load (load.cpp); the rows
+// are in src/primitives/misc/.
+#include <stdexcept>
+#include <string>
+
+#include "backend/cpu/kernels/families.h"
+#include "kiln/primitive.h"
+
+namespace kiln {
+
+namespace {
+
+void depends_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
+  // The output count comes from the record, so check it against the inputs before aliasing them.
+  if (out.size() > in.size()) {
+    throw std::invalid_argument("[Depends] " + std::to_string(out.size()) + " outputs need at least as many inputs, found " +
+                                std::to_string(in.size()) + ".");
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i].shape() != in[i].shape() || out[i].dtype() != in[i].dtype()) {
+      throw std::invalid_argument("[Depends] Output " + std::to_string(i) + " must have the shape and dtype of input " +
+                                  std::to_string(i) + ".");
+    }
+    out[i].set_view(in[i], in[i].strides(), in[i].offset());
+  }
+}
+
+}  // namespace
+
+namespace cpu {
+// The family's other kernel files.
+void register_cpu_custom(detail::KernelTable& table);  // custom.cpp
+void register_cpu_load(detail::KernelTable& table);    // load.cpp
+
+void register_cpu_misc(detail::KernelTable& table) {
+  register_cpu_custom(table);
+  table.add("Depends", depends_cpu);
+  register_cpu_load(table);
+}
+}  // namespace cpu
+
+}  // namespace kiln

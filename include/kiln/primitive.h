@@ -84,7 +84,6 @@ struct Node {
 using InferFn = std::vector<ArraySpec> (*)(const State&, const std::vector<ArraySpec>& inputs);
 // A backend's implementation of one primitive: writes every output of `node` from its evaluated inputs.
 using KernelFn = void (*)(const Node& node, const std::vector<array>& inputs, std::vector<array>& outputs);
-using CpuFn = KernelFn;  // transitional (issue 11): rows still naming a kernel
 using NameFn = std::string (*)(const State&);
 // Validates recorded output specs (throws std::invalid_argument when they are impossible).
 using CheckFn = void (*)(const State&, const std::vector<ArraySpec>& inputs, const std::vector<ArraySpec>& outputs);
@@ -107,7 +106,6 @@ struct PrimitiveDef {
   int num_outputs = 1;             // -1: decided per node (Split, Depends, SVD, ...)
   unsigned flags = 0;
   InferFn infer = nullptr;         // output shapes and dtypes from the inputs and state; null: from the record
-  CpuFn cpu = nullptr;             // transitional (issue 11): copied into the CPU table when it has no entry
   NameFn display = nullptr;        // MLX's display name (e.g. "Sum" for Reduce type 2); null: `name`
   bool shapeless = true;           // whether MLX 0.30.1 can re-infer shapes (column SL of the spec)
   // Set where `infer` cannot always reproduce what MLX recorded (Slice: MLX forces a stride to 1 where

@@ -9,10 +9,6 @@ namespace {
 KernelTable build_cpu_table() {
   KernelTable table(Backend::cpu);
   cpu::register_cpu_kernels(table);
-  // Transitional (issue 11): rows whose family has not moved its kernels into kernels/<family>/ yet.
-  for (const PrimitiveDef* def : registry::all()) {
-    if (def->cpu && !table.find(*def)) table.add(*def, def->cpu);
-  }
   return table;
 }
 

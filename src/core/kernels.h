@@ -2,11 +2,12 @@
 //
 // A row (include/kiln/primitive.h) says what a primitive is on every device; a backend says how it runs
 // there. Each backend owns one KernelTable, filled where its kernels are written (the CPU's:
-// src/backend/cpu/kernels/<family>/, listed in src/backend/cpu/kernels/families.h), and the evaluator
+// src/backend/cpu/kernels/<family>/, one per family of src/primitives/families.h), and the evaluator
 // (src/core/eval.cpp) picks the table by the device of the node's stream (kernels_for). A row without
 // a kernel on the chosen backend raises an error naming the primitive and the backend.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,14 @@ class KernelTable {
   // exist is a bug found at start-up, not at the first call.
   void add(const char* primitive, KernelFn fn);
   void add(const PrimitiveDef& def, KernelFn fn);
+  // A family's kernels at once: {{"Abs", abs_kernel}, {"Negative", negative_kernel}, ...}.
+  struct Entry {
+    const char* primitive;
+    KernelFn fn;
+  };
+  void add(std::initializer_list<Entry> entries) {
+    for (const Entry& e : entries) add(e.primitive, e.fn);
+  }
   // Null when this backend has no kernel for the row.
   KernelFn find(const PrimitiveDef& def) const {
     return def.index < by_row_.size() ? by_row_[def.index] : nullptr;

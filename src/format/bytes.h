@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "io/random_access.h"
 #include "kiln/array.h"
 
 namespace kiln::format {
@@ -55,45 +56,10 @@ class ByteWriter {
 // when the host is big-endian).
 std::vector<uint8_t> payload_bytes(const array& a);
 
-// Random-access byte source: a file (pread) or memory.
-class Source {
- public:
-  virtual ~Source() = default;
-  virtual uint64_t size() const = 0;
-  // Reads exactly n bytes at `offset`; throws std::runtime_error when that is not possible.
-  virtual void read_at(uint64_t offset, void* dst, size_t n) const = 0;
-  virtual const std::string& name() const = 0;
-};
-
-class FileSource : public Source {
- public:
-  // Throws std::runtime_error("[import_function] Failed to open <path>").
-  explicit FileSource(const std::string& path);
-  ~FileSource() override;
-  FileSource(const FileSource&) = delete;
-  FileSource& operator=(const FileSource&) = delete;
-  uint64_t size() const override { return size_; }
-  void read_at(uint64_t offset, void* dst, size_t n) const override;
-  const std::string& name() const override { return path_; }
-
- private:
-  int fd_ = -1;
-  uint64_t size_ = 0;
-  std::string path_;
-};
-
-class MemorySource : public Source {
- public:
-  explicit MemorySource(std::vector<uint8_t> data, std::string name = "<memory>")
-      : data_(std::move(data)), name_(std::move(name)) {}
-  uint64_t size() const override { return data_.size(); }
-  void read_at(uint64_t offset, void* dst, size_t n) const override;
-  const std::string& name() const override { return name_; }
-
- private:
-  std::vector<uint8_t> data_;
-  std::string name_;
-};
+// The random-access byte sources the reader decodes from live in io/ (io/random_access.h).
+using Source = io_detail::RandomSource;
+using FileSource = io_detail::RandomFileSource;
+using MemorySource = io_detail::RandomMemorySource;
 
 // Sequential, bounds-checked decoding from a Source through a small window buffer, so memory stays
 // bounded whatever the file size. Every failure is an std::invalid_argument "[import_function] ..."

@@ -52,8 +52,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
   return out;
 }
 
-PrimitiveDef row(std::string name, Arity inputs, std::vector<Field> fields, InferFn infer, CpuFn cpu,
-                 RowOptions opt) {
+PrimitiveDef row(std::string name, Arity inputs, std::vector<Field> fields, InferFn infer, RowOptions opt) {
   return {.name = std::move(name),
           .fields = std::move(fields),
           .min_inputs = inputs.min,
@@ -61,14 +60,9 @@ PrimitiveDef row(std::string name, Arity inputs, std::vector<Field> fields, Infe
           .num_outputs = opt.num_outputs,
           .flags = opt.flags,
           .infer = infer,
-          .cpu = cpu,
           .display = opt.display,
           .shapeless = opt.shapeless,
           .check = opt.check};
-}
-
-PrimitiveDef row(std::string name, Arity inputs, std::vector<Field> fields, InferFn infer, RowOptions opt) {
-  return row(std::move(name), inputs, std::move(fields), infer, nullptr, opt);
 }
 
 const PrimitiveDef& def(const char* name) { return registry::get(name); }

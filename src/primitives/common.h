@@ -40,9 +40,6 @@ struct RowOptions {
 // schema and output rule, then whatever differs from the defaults. Kernels are registered by each
 // backend (src/backend/cpu/kernels/<family>/), not here.
 PrimitiveDef row(std::string name, Arity inputs, std::vector<Field> fields, InferFn infer, RowOptions opt = {});
-// Transitional (issue 11): a row that still names its CPU kernel.
-PrimitiveDef row(std::string name, Arity inputs, std::vector<Field> fields, InferFn infer, CpuFn cpu,
-                 RowOptions opt = {});
 // The primitive row named `name` (cached by the caller in a static).
 const PrimitiveDef& def(const char* name);
 

@@ -1,5 +1,7 @@
-// The primitive families: one explicit list. Each family file defines register_<family>(), which adds its
-// rows to the registry; a family named here and not built fails to link (not to load).
+// The primitive families: one explicit list, the names of the folders src/primitives/<family>/ and
+// src/backend/cpu/kernels/<family>/. Each family folder defines register_<family>(), which adds its rows
+// to the registry, and each kernel folder register_cpu_<family>() (src/backend/cpu/kernels/families.h);
+// a family named here and not built fails to link (not to load).
 #pragma once
 
 namespace kiln::primitives {

@@ -5,7 +5,7 @@
 #include "format/codec.h"
 #include "format/validate.h"
 #include "primitives/misc/load.h"
-#include "primitives/quirks.h"
+#include "format/compat/quirks.h"
 #include "trace/tape.h"
 
 namespace kiln::detail {

@@ -17,7 +17,7 @@ std::atomic<uint64_t> g_reads{0};
 
 // One constant's source; the read happens once, whichever thread evaluates it first.
 struct LoadSlot {
-  detail::LoadRead read;
+  std::shared_ptr<const io_detail::RandomSource> src;
   uint64_t offset = 0;
   uint64_t nbytes = 0;
   Dtype dtype = float32;
@@ -28,7 +28,7 @@ struct LoadSlot {
   const std::shared_ptr<detail::Data>& get() const {
     std::call_once(once, [&] {
       auto d = detail::allocate(nbytes);
-      read(offset, d->ptr, nbytes);
+      src->read_at(offset, d->ptr, nbytes);
       if (dtype == bool_) {
         // A bool byte other than 0 or 1 is undefined behaviour in C++: read any non-zero byte as true.
         auto* b = static_cast<uint8_t*>(d->ptr);
@@ -64,9 +64,10 @@ const PrimitiveDef& load_def() {
   return d;
 }
 
-array load_constant(LoadRead read, const ArraySpec& spec, uint64_t offset, uint64_t nbytes) {
+array load_constant(std::shared_ptr<const io_detail::RandomSource> src, const ArraySpec& spec, uint64_t offset,
+                    uint64_t nbytes) {
   auto slot = std::make_shared<LoadSlot>();
-  slot->read = std::move(read);
+  slot->src = std::move(src);
   slot->offset = offset;
   slot->nbytes = nbytes;
   slot->dtype = spec.dtype;

@@ -5,28 +5,19 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <utility>
 
+#include "io/random_access.h"
 #include "kiln/primitive.h"
 
 namespace kiln::detail {
 
 const PrimitiveDef& load_def();
-// Reads exactly n bytes at `offset` of a constant's file into dst (format::Source::read_at: throws
-// std::runtime_error when that is not possible).
-using LoadRead = std::function<void(uint64_t offset, void* dst, size_t n)>;
-// A lazy constant of `spec` whose little-endian payload is `nbytes` at `offset`, read through `read`.
-array load_constant(LoadRead read, const ArraySpec& spec, uint64_t offset, uint64_t nbytes);
-// A lazy constant of `spec` whose little-endian payload is `nbytes` at `offset` of `src` (a shared
-// pointer to a format::Source, which the constant keeps alive). A template so that this header, a stage
-// below src/format/, does not include format/bytes.h: the caller has the Source's definition.
-template <typename SourcePtr>
-array load_constant(SourcePtr src, const ArraySpec& spec, uint64_t offset, uint64_t nbytes) {
-  LoadRead read = [src = std::move(src)](uint64_t at, void* dst, size_t n) { src->read_at(at, dst, n); };
-  return load_constant(std::move(read), spec, offset, nbytes);
-}
+// A lazy constant of `spec` whose little-endian payload is `nbytes` at `offset` of `src`, which the
+// constant keeps alive.
+array load_constant(std::shared_ptr<const io_detail::RandomSource> src, const ArraySpec& spec, uint64_t offset,
+                    uint64_t nbytes);
 // The payload of a Load node, read from its file on the first call (once, thread-safely; the CPU
 // kernel's output buffer).
 std::shared_ptr<Data> load_payload(const Node& node);

@@ -309,18 +309,12 @@ void divmod_cpu(const Node& node, const std::vector<array>& in, std::vector<arra
 
 namespace ew {
 void register_cpu_binary(detail::KernelTable& table) {
-  table.add("Add", arith_cpu<AddOp>);
-  table.add("Subtract", arith_cpu<SubtractOp>);
-  table.add("Multiply", arith_cpu<MultiplyOp>);
-  table.add("Divide", arith_cpu<DivideOp>);
-  table.add("Remainder", arith_cpu<RemainderOp>);
-  table.add("Power", arith_cpu<PowerOp>);
-  table.add("Maximum", arith_cpu<ExtremumOp<true>>);
-  table.add("Minimum", arith_cpu<ExtremumOp<false>>);
-  table.add("ArcTan2", float_arith_cpu<ArcTan2Op>);
-  table.add("LogAddExp", float_arith_cpu<LogAddExpOp>);
-  table.add("DivMod", divmod_cpu);
-  table.add("FloorDivide", arith_cpu<FloorDivideOp>);
+  table.add({{"Add", arith_cpu<AddOp>}, {"Subtract", arith_cpu<SubtractOp>},
+             {"Multiply", arith_cpu<MultiplyOp>}, {"Divide", arith_cpu<DivideOp>},
+             {"Remainder", arith_cpu<RemainderOp>}, {"Power", arith_cpu<PowerOp>},
+             {"Maximum", arith_cpu<ExtremumOp<true>>}, {"Minimum", arith_cpu<ExtremumOp<false>>},
+             {"ArcTan2", float_arith_cpu<ArcTan2Op>}, {"LogAddExp", float_arith_cpu<LogAddExpOp>},
+             {"DivMod", divmod_cpu}, {"FloorDivide", arith_cpu<FloorDivideOp>}});
   register_cpu_binary_compare(table);
   register_cpu_ternary(table);
 }

@@ -121,15 +121,10 @@ void bitwise_cpu(const Node& n, const std::vector<array>& in, std::vector<array>
 
 namespace ew {
 void register_cpu_binary_compare(detail::KernelTable& table) {
-  table.add("Equal", equal_cpu);
-  table.add("NotEqual", compare_cpu<NotEqualOp>);
-  table.add("Greater", compare_cpu<GreaterOp>);
-  table.add("GreaterEqual", compare_cpu<GreaterEqualOp>);
-  table.add("Less", compare_cpu<LessOp>);
-  table.add("LessEqual", compare_cpu<LessEqualOp>);
-  table.add("LogicalAnd", compare_cpu<LogicalAndOp>);
-  table.add("LogicalOr", compare_cpu<LogicalOrOp>);
-  table.add("BitwiseBinary", bitwise_cpu);
+  table.add({{"Equal", equal_cpu}, {"NotEqual", compare_cpu<NotEqualOp>}, {"Greater", compare_cpu<GreaterOp>},
+             {"GreaterEqual", compare_cpu<GreaterEqualOp>}, {"Less", compare_cpu<LessOp>},
+             {"LessEqual", compare_cpu<LessEqualOp>}, {"LogicalAnd", compare_cpu<LogicalAndOp>},
+             {"LogicalOr", compare_cpu<LogicalOrOp>}, {"BitwiseBinary", bitwise_cpu}});
 }
 }  // namespace ew
 

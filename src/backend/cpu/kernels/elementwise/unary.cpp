@@ -218,22 +218,11 @@ void view_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out
 
 namespace cpu {
 void register_cpu_elementwise(detail::KernelTable& table) {
-  table.add("AsType", astype_cpu);
-  table.add("View", view_cpu);
-  table.add("Copy", share_cpu);
-  table.add("StopGradient", share_cpu);
-  table.add("Abs", abs_cpu);
-  table.add("Negative", negative_cpu);
-  table.add("Sign", sign_cpu);
-  table.add("Square", square_cpu);
-  table.add("Floor", rounding_cpu<0>);
-  table.add("Ceil", rounding_cpu<1>);
-  table.add("Round", rounding_cpu<2>);
-  table.add("LogicalNot", logical_not_cpu);
-  table.add("BitwiseInvert", bitwise_invert_cpu);
-  table.add("Conjugate", conjugate_cpu);
-  table.add("Real", real_cpu);
-  table.add("Imag", imag_cpu);
+  table.add({{"AsType", astype_cpu}, {"View", view_cpu}, {"Copy", share_cpu}, {"StopGradient", share_cpu},
+             {"Abs", abs_cpu}, {"Negative", negative_cpu}, {"Sign", sign_cpu}, {"Square", square_cpu},
+             {"Floor", rounding_cpu<0>}, {"Ceil", rounding_cpu<1>}, {"Round", rounding_cpu<2>},
+             {"LogicalNot", logical_not_cpu}, {"BitwiseInvert", bitwise_invert_cpu},
+             {"Conjugate", conjugate_cpu}, {"Real", real_cpu}, {"Imag", imag_cpu}});
   ew::register_cpu_unary_math(table);
   ew::register_cpu_binary(table);
 }

@@ -163,26 +163,13 @@ void sqrt_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& o
 namespace ew {
 
 void register_cpu_unary_math(detail::KernelTable& table) {
-  table.add("Exp", fp_cpu<ExpOp>);
-  table.add("Expm1", fp_cpu<Expm1Op>);
-  table.add("Log1p", fp_cpu<Log1pOp>);
-  table.add("Sin", fp_cpu<SinOp>);
-  table.add("Cos", fp_cpu<CosOp>);
-  table.add("Tan", fp_cpu<TanOp>);
-  table.add("Sinh", fp_cpu<SinhOp>);
-  table.add("Cosh", fp_cpu<CoshOp>);
-  table.add("Tanh", fp_cpu<TanhOp>);
-  table.add("ArcSin", fp_cpu<ArcSinOp>);
-  table.add("ArcCos", fp_cpu<ArcCosOp>);
-  table.add("ArcTan", fp_cpu<ArcTanOp>);
-  table.add("ArcSinh", fp_cpu<ArcSinhOp>);
-  table.add("ArcCosh", fp_cpu<ArcCoshOp>);
-  table.add("ArcTanh", fp_cpu<ArcTanhOp>);
-  table.add("Sigmoid", fp_cpu<SigmoidOp>);
-  table.add("Erf", fp_cpu<ErfOp, false>);
-  table.add("ErfInv", real_fp_cpu<ErfInvOp>);
-  table.add("Log", log_cpu);
-  table.add("Sqrt", sqrt_cpu);
+  table.add({{"Exp", fp_cpu<ExpOp>}, {"Expm1", fp_cpu<Expm1Op>}, {"Log1p", fp_cpu<Log1pOp>},
+             {"Sin", fp_cpu<SinOp>}, {"Cos", fp_cpu<CosOp>}, {"Tan", fp_cpu<TanOp>}, {"Sinh", fp_cpu<SinhOp>},
+             {"Cosh", fp_cpu<CoshOp>}, {"Tanh", fp_cpu<TanhOp>}, {"ArcSin", fp_cpu<ArcSinOp>},
+             {"ArcCos", fp_cpu<ArcCosOp>}, {"ArcTan", fp_cpu<ArcTanOp>}, {"ArcSinh", fp_cpu<ArcSinhOp>},
+             {"ArcCosh", fp_cpu<ArcCoshOp>}, {"ArcTanh", fp_cpu<ArcTanhOp>}, {"Sigmoid", fp_cpu<SigmoidOp>},
+             {"Erf", fp_cpu<ErfOp, false>}, {"ErfInv", real_fp_cpu<ErfInvOp>}, {"Log", log_cpu},
+             {"Sqrt", sqrt_cpu}});
 }
 
 }  // namespace ew

@@ -205,10 +205,8 @@ void layer_vjp_cpu(const Node& node, const std::vector<array>& in, std::vector<a
 }  // namespace
 
 void add_norm_kernels(detail::KernelTable& table) {
-  table.add("RMSNorm", rms_cpu);
-  table.add("RMSNormVJP", rms_vjp_cpu);
-  table.add("LayerNorm", layer_cpu);
-  table.add("LayerNormVJP", layer_vjp_cpu);
+  table.add({{"RMSNorm", rms_cpu}, {"RMSNormVJP", rms_vjp_cpu}, {"LayerNorm", layer_cpu},
+             {"LayerNormVJP", layer_vjp_cpu}});
 }
 
 }  // namespace kiln::fastk

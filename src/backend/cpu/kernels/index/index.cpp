@@ -5,11 +5,9 @@
 namespace kiln::cpu {
 
 void register_cpu_index(detail::KernelTable& table) {
-  table.add("Gather", index_detail::gather_cpu);
-  table.add("GatherAxis", index_detail::gather_axis_cpu);
-  table.add("Scatter", index_detail::scatter_cpu);
-  table.add("ScatterAxis", index_detail::scatter_axis_cpu);
-  table.add("MaskedScatter", index_detail::masked_scatter_cpu);
+  table.add({{"Gather", index_detail::gather_cpu}, {"GatherAxis", index_detail::gather_axis_cpu},
+             {"Scatter", index_detail::scatter_cpu}, {"ScatterAxis", index_detail::scatter_axis_cpu},
+             {"MaskedScatter", index_detail::masked_scatter_cpu}});
 }
 
 }  // namespace kiln::cpu

@@ -335,13 +335,8 @@ void luf_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out)
 }  // namespace
 
 void cpu::register_cpu_linalg(detail::KernelTable& table) {
-  table.add("QRF", qrf_cpu);
-  table.add("SVD", svd_cpu);
-  table.add("Inverse", inverse_cpu);
-  table.add("Cholesky", cholesky_cpu);
-  table.add("Eig", eig_cpu);
-  table.add("Eigh", eigh_cpu);
-  table.add("LUF", luf_cpu);
+  table.add({{"QRF", qrf_cpu}, {"SVD", svd_cpu}, {"Inverse", inverse_cpu}, {"Cholesky", cholesky_cpu},
+             {"Eig", eig_cpu}, {"Eigh", eigh_cpu}, {"LUF", luf_cpu}});
   linalg_detail::register_matmul_kernels(table);
   linalg_detail::register_linalg_mm_kernels(table);
 }

@@ -236,9 +236,7 @@ void gather_mm_cpu(const Node&, const std::vector<array>& in, std::vector<array>
 
 namespace linalg_detail {
 void register_linalg_mm_kernels(detail::KernelTable& table) {
-  table.add("Hadamard", hadamard_cpu);
-  table.add("BlockMaskedMM", block_masked_cpu);
-  table.add("GatherMM", gather_mm_cpu);
+  table.add({{"Hadamard", hadamard_cpu}, {"BlockMaskedMM", block_masked_cpu}, {"GatherMM", gather_mm_cpu}});
 }
 }  // namespace linalg_detail
 

@@ -114,8 +114,7 @@ void addmm_cpu(const Node& node, const std::vector<array>& in, std::vector<array
 
 namespace linalg_detail {
 void register_matmul_kernels(detail::KernelTable& table) {
-  table.add("Matmul", matmul_cpu);
-  table.add("AddMM", addmm_cpu);
+  table.add({{"Matmul", matmul_cpu}, {"AddMM", addmm_cpu}});
 }
 }  // namespace linalg_detail
 

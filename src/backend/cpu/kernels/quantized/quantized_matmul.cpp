@@ -4,7 +4,7 @@
 #include "backend/cpu/kernels/fast/fast_kernels.h"
 #include "backend/cpu/kernels/quantized/quantized_kernels.h"
 #include "backend/cpu/loops.h"
-#include "primitives/quirks.h"
+#include "primitives/quantized/quirks.h"
 
 namespace kiln {
 
@@ -274,8 +274,7 @@ void gather_qmm_cpu(const Node& node, const std::vector<array>& in, std::vector<
 }  // namespace
 
 void add_qmm_kernels(detail::KernelTable& table) {
-  table.add("QuantizedMatmul", qmm_cpu);
-  table.add("GatherQMM", gather_qmm_cpu);
+  table.add({{"QuantizedMatmul", qmm_cpu}, {"GatherQMM", gather_qmm_cpu}});
 }
 
 }  // namespace quant

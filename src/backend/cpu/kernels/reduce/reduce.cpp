@@ -364,12 +364,9 @@ void number_of_elements_cpu(const Node& node, const std::vector<array>& in, std:
 
 namespace cpu {
 void register_cpu_reduce(detail::KernelTable& table) {
-  table.add("Reduce", reduce::reduce_cpu);
-  table.add("ArgReduce", reduce::arg_reduce_cpu);
-  table.add("LogSumExp", reduce::logsumexp_cpu);
-  table.add("Softmax", reduce::softmax_cpu);
-  table.add("NumberOfElements", number_of_elements_cpu);
-  table.add("Scan", reduce::scan_cpu);
+  table.add({{"Reduce", reduce::reduce_cpu}, {"ArgReduce", reduce::arg_reduce_cpu},
+             {"LogSumExp", reduce::logsumexp_cpu}, {"Softmax", reduce::softmax_cpu},
+             {"NumberOfElements", number_of_elements_cpu}, {"Scan", reduce::scan_cpu}});
 }
 }  // namespace cpu
 

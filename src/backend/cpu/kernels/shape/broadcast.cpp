@@ -23,8 +23,7 @@ void broadcast_cpu(const Node&, const std::vector<array>& in, std::vector<array>
 }  // namespace
 
 void register_cpu_broadcast(detail::KernelTable& table) {
-  table.add("Broadcast", broadcast_cpu);
-  table.add("BroadcastAxes", broadcast_cpu);
+  table.add({{"Broadcast", broadcast_cpu}, {"BroadcastAxes", broadcast_cpu}});
 }
 
 }  // namespace kiln::cpu

@@ -67,8 +67,7 @@ void arange_cpu(const Node& n, const std::vector<array>&, std::vector<array>& ou
 }  // namespace
 
 void register_cpu_creation(detail::KernelTable& table) {
-  table.add("Full", full_cpu);
-  table.add("Arange", arange_cpu);
+  table.add({{"Full", full_cpu}, {"Arange", arange_cpu}});
 }
 
 }  // namespace kiln::cpu

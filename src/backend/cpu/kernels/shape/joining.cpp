@@ -35,8 +35,7 @@ void pad_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& ou
 }  // namespace
 
 void register_cpu_joining(detail::KernelTable& table) {
-  table.add("Concatenate", concatenate_cpu);
-  table.add("Pad", pad_cpu);
+  table.add({{"Concatenate", concatenate_cpu}, {"Pad", pad_cpu}});
 }
 
 }  // namespace kiln::cpu

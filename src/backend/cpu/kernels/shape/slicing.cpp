@@ -117,11 +117,8 @@ void split_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& 
 }  // namespace
 
 void register_cpu_slicing(detail::KernelTable& table) {
-  table.add("Slice", slice_cpu);
-  table.add("SliceUpdate", slice_update_cpu);
-  table.add("DynamicSlice", dynamic_slice_cpu);
-  table.add("DynamicSliceUpdate", dynamic_slice_update_cpu);
-  table.add("Split", split_cpu);
+  table.add({{"Slice", slice_cpu}, {"SliceUpdate", slice_update_cpu}, {"DynamicSlice", dynamic_slice_cpu},
+             {"DynamicSliceUpdate", dynamic_slice_update_cpu}, {"Split", split_cpu}});
 }
 
 }  // namespace kiln::cpu

@@ -36,8 +36,7 @@ void contiguous_cpu(const Node& n, const std::vector<array>& in, std::vector<arr
 }  // namespace
 
 void register_cpu_strided(detail::KernelTable& table) {
-  table.add("AsStrided", as_strided_cpu);
-  table.add("Contiguous", contiguous_cpu);
+  table.add({{"AsStrided", as_strided_cpu}, {"Contiguous", contiguous_cpu}});
 }
 
 }  // namespace kiln::cpu

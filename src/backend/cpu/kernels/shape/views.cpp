@@ -88,12 +88,8 @@ void squeeze_cpu(const Node& n, const std::vector<array>& in, std::vector<array>
 }  // namespace
 
 void register_cpu_views(detail::KernelTable& table) {
-  table.add("Reshape", reshape_cpu);
-  table.add("Transpose", transpose_cpu);
-  table.add("ExpandDims", expand_dims_cpu);
-  table.add("Squeeze", squeeze_cpu);
-  table.add("Flatten", reshape_cpu);
-  table.add("Unflatten", reshape_cpu);
+  table.add({{"Reshape", reshape_cpu}, {"Transpose", transpose_cpu}, {"ExpandDims", expand_dims_cpu},
+             {"Squeeze", squeeze_cpu}, {"Flatten", reshape_cpu}, {"Unflatten", reshape_cpu}});
 }
 
 }  // namespace kiln::cpu

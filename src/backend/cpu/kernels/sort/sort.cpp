@@ -143,11 +143,8 @@ namespace cpu {
 void search_sorted_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out);  // search_sorted.cpp
 
 void register_cpu_sort(detail::KernelTable& table) {
-  table.add("SearchSorted", search_sorted_cpu);
-  table.add("Sort", sort_cpu);
-  table.add("ArgSort", argsort_cpu);
-  table.add("Partition", partition_cpu);
-  table.add("ArgPartition", argpartition_cpu);
+  table.add({{"SearchSorted", search_sorted_cpu}, {"Sort", sort_cpu}, {"ArgSort", argsort_cpu},
+             {"Partition", partition_cpu}, {"ArgPartition", argpartition_cpu}});
 }
 }  // namespace cpu
 

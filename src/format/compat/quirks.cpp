@@ -1,20 +1,16 @@
-#include "primitives/quirks.h"
+#include "format/compat/quirks.h"
 
 #include "format/compat/fields.h"
+#include "primitives/quantized/quirks.h"
 #include "kiln/ops/quantized.h"
 
 namespace kiln::quirks {
 
 namespace {
-// The address identifies the quirk; the value is never read.
-const char kFpAsMxfp4 = 0;
-
 // The quantization mode of the two rows, by name (resolved on first use, format/compat/fields.h).
 const format::compat::FieldRef kQmmMode{"QuantizedMatmul", "mode", "the CPU quirk of MLX before 0.31.0"};
 const format::compat::FieldRef kGatherQmmMode{"GatherQMM", "mode", "the CPU quirk of MLX before 0.31.0"};
 }  // namespace
-
-bool fp_qmm_read_as_mxfp4(const Node& node) { return node.extra.get() == &kFpAsMxfp4; }
 
 bool mark(const std::vector<array>& outputs, int major, int minor, int patch, int device_type) {
   (void)patch;
@@ -27,7 +23,7 @@ bool mark(const std::vector<array>& outputs, int major, int minor, int patch, in
       mode == static_cast<int>(QuantizationMode::Mxfp8) || mode == static_cast<int>(QuantizationMode::Nvfp4);
   const bool before_0_31 = major == 0 && minor < 31;
   if (!fp_not_mxfp4 || !before_0_31) return false;
-  node.extra = std::shared_ptr<const void>(&kFpAsMxfp4, [](const void*) {});
+  mark_fp_qmm_read_as_mxfp4(node);
   return true;
 }
 

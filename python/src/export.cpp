@@ -20,7 +20,7 @@
 #include "trees.h"
 
 namespace kiln::detail {
-bool in_tracing();  // libkiln (src/trace/mode.h): true on a thread that is tracing a function for export
+bool in_tracing();  // libkiln (src/core/mode.h): true on a thread that is tracing a function for export
 }  // namespace kiln::detail
 
 namespace kiln::py {

@@ -331,9 +331,12 @@ def mode_mlx(a):
     import mlx.core as mx
     import mlx.nn as nn
 
-    if a["p"]["kind"] == "lm":
-        import mlx_lm.models.llama  # noqa: F401  (its package imports transformers: part of MLX's start-up here)
     import_s = time.time() - t0
+    lm_import_s = None
+    if a["p"]["kind"] == "lm":
+        t = time.time()
+        import mlx_lm.models.llama  # noqa: F401  (the mlx_lm package imports transformers)
+        lm_import_s = time.time() - t
     paths = case_paths(a["dir"])
     t1 = time.time()
     c = build_case(a["case"], a["p"], mx, nn)
@@ -356,7 +359,8 @@ def mode_mlx(a):
     first, times = time_calls(call, a["min_time"], a["max_calls"])
     ref = mx.load(paths["ref"])
     errs = [rel_error(o.astype(mx.float32), ref[f"o{i}"].astype(mx.float32))[0] for i, o in enumerate(last["o"])]
-    emit(dict(engine="mlx", interp_s=T_START - spawn_time(), import_s=import_s, build_s=build_s,
+    emit(dict(engine="mlx", interp_s=T_START - spawn_time(), import_s=import_s, lm_import_s=lm_import_s,
+              build_s=build_s,
               ready_s=ready - spawn_time(), first_call_s=first, calls_s=times, median_s=statistics.median(times),
               self_check_err=max(errs) if errs else 0.0, mlx_version=mx.__version__))
 
@@ -394,13 +398,11 @@ def mode_kiln(a):
         errs.append(float("inf"))
     prims = {}
     try:
-        info = fn._inspect(True)
-        for fnc in info.get("functions", []):
-            for node in fnc.get("tape", []):
-                name = node.get("primitive") or node.get("name") or "?"
-                prims[name] = prims.get(name, 0) + 1
-    except Exception as e:  # the inspect dict is informational only
-        notes.append(f"inspect: {e}")
+        for fnc in fn.info.get("functions", []):
+            for name, n in fnc.get("primitive_histogram", {}).items():
+                prims[name] = prims.get(name, 0) + n
+    except Exception as e:  # the file's structure is informational only
+        notes.append(f"info: {e}")
     emit(dict(engine="kiln", interp_s=T_START - spawn_time(), import_s=import_s, import_function_s=import_fn_s,
               ready_s=ready - spawn_time(), first_call_s=first, calls_s=times, median_s=statistics.median(times),
               max_rel_err=max(errs) if errs else 0.0, errs=errs, notes=notes, primitives=prims,

@@ -135,3 +135,11 @@ def test_cli_list_runs_without_mlx():
     r = subprocess.run([sys.executable, os.path.join(here, "compare.py"), "--list", "--cases", "zzz"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "names no case" in r.stderr
+
+
+def test_combine_limits_takes_the_best_of_each():
+    a = dict(read_gbs=10.0, gemm_gflops=90.0, gemm_n=2048, when="start")
+    b = dict(read_gbs=12.0, gemm_gflops=80.0, gemm_n=2048, when="end")
+    c = C.combine_limits([a, b])
+    assert c["read_gbs"] == 12.0 and c["gemm_gflops"] == 90.0
+    assert [r["when"] for r in c["runs"]] == ["start", "end"]

@@ -103,7 +103,7 @@ def fake_results():
                  mlx=eng([0.1, 0.11, 0.09], ready_s=3.0, import_s=1.0, peak_rss=900 << 20),
                  kiln=eng([0.03, 0.031], ready_s=0.4, import_s=0.1, import_function_s=0.05, peak_rss=300 << 20,
                           max_rel_err=1e-6),
-                 llamacpp=dict(stat=C.summarize([0.0033]), type="Q4_0", peak_rss=200 << 20)),
+                 llamacpp=dict(stat=C.summarize([0.0033]), type="Q4_0", threads=2, peak_rss=200 << 20)),
             dict(name="mlp", gguf=None, meta=dict(bound="gemm", flops=12.9e9, tol=1e-3),
                  mlx=eng([0.2]), kiln=eng([0.15], max_rel_err=0.5)),
         ])
@@ -116,7 +116,7 @@ def test_tables_and_markdown():
     assert lines[0].startswith("| case") and set(lines[1]) <= set("|-")
     assert len(lines) == 4 and all(len(x) == len(lines[0]) for x in lines)  # padded columns
     row = lines[2]
-    assert "100 ms ±10%" in row and "30.5 ms" in row and "3.28×" in row and "3.30 ms (Q4_0)" in row
+    assert "100 ms ±10%" in row and "30.5 ms" in row and "3.28×" in row and "3.30 ms (Q4_0, t2)" in row
     assert "ok (1e-06)" in row
     assert "MISMATCH" in lines[3] and "n/a" in lines[3]
     # fractions: 80 MB / 30.5 ms = 2.6 GB/s of 40 GB/s

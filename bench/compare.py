@@ -372,6 +372,7 @@ def run_child(venv_py, mode, args, timeout):
             res = json.loads(line[len(RESULT_TAG):])
     if res is not None:
         res["peak_rss"] = p.peak_rss
+        res.update(p.cpu)  # the whole process's CPU seconds and page faults (start-up included)
         res["wall_s"] = time.time() - t
     tail = (err or "")[-2500:]
     if p.returncode != 0 and res is None:
@@ -408,6 +409,7 @@ def _communicate_wait4(p, timeout):
         t.join()
     p.returncode = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else status
     p.peak_rss = ru.ru_maxrss * 1024 if ru else None  # Linux: kilobytes
+    p.cpu = dict(user_s=ru.ru_utime, sys_s=ru.ru_stime, minor_faults=ru.ru_minflt) if ru else {}
     return "".join(chunks["out"]), "".join(chunks["err"])
 
 
@@ -605,7 +607,7 @@ def run_llama_bench(args, exe, gguf, case):
         raise RuntimeError("llama-bench printed no result")
     best = min(per_thread, key=lambda r: r["stat"]["median"])
     return dict(cmd=" ".join(cmd), stat=best["stat"], threads=best["threads"], by_threads=per_thread,
-                peak_rss=p_.peak_rss, type=case["gguf"])
+                peak_rss=p_.peak_rss, type=case["gguf"], **p_.cpu)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -527,7 +527,10 @@ def ensure_llama_bench(args, py, logfile):
     src = os.path.join(d, name, "vendor", "llama.cpp")
     if not os.path.isdir(src):
         with tarfile.open(tgz) as t:
-            t.extractall(d)
+            if hasattr(tarfile, "data_filter"):  # Python 3.12+ (and the 3.8-3.11 security releases)
+                t.extractall(d, filter="data")
+            else:
+                t.extractall(d)
     log("[setup] building llama-bench (cmake, Release, native; once)")
     gen = ["-G", "Ninja"] if shutil.which("ninja") else []
     run_logged(["cmake", "-S", src, "-B", build, *gen, "-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=ON",

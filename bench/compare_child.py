@@ -173,7 +173,6 @@ def lm_case(p, mx, nn):
 
 def build_case(name, p, mx, nn):
     kind = p["kind"]
-    f32 = mx.float32
     if kind == "ewise_chain":
         n = p["n"]
         return dict(fn=lambda x, y: [ewise_chain(x, y, mx)],

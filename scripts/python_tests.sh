@@ -29,6 +29,8 @@ ls "$BUILD_DIR"/wheel/
 # Run from outside the source tree so that `import kiln` is the installed wheel.
 VENV_ABS="$(cd "$VENV" && pwd)"
 (cd python/tests && "$VENV_ABS/bin/python" -m pytest -q -p no:cacheprovider ${KILN_PYTEST_ARGS:-} .)
+# The side-by-side benchmark's own logic (case list, medians, tables; no MLX, no timings): bench/compare.py.
+"$VENV_ABS/bin/python" -m pytest -q -p no:cacheprovider bench/test_compare.py
 
 # The stable ABI: on Python 3.12 the wheel is abi3 (cp312-abi3); it must install and pass on a newer
 # Python (3.13) too. Runs where both interpreters exist (pyenv's, on this project's machines).

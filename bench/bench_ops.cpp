@@ -108,6 +108,37 @@ void BM_Matmul(benchmark::State& st) {
 }
 BENCHMARK(BM_Matmul)->Arg(256)->Arg(1024)->Arg(2048);
 
+// A 30-op element-wise chain, evaluated once per iteration: every op writes a fresh intermediate, so
+// this measures the allocator as much as the kernels (issue 12, memory).
+mx::array elementwise_chain(const mx::array& x, const mx::array& y) {
+  auto a = mx::exp(x * 0.5f);                           // 1-2
+  auto b = mx::log1p(mx::abs(y));                       // 3-4
+  auto c = mx::tanh(a - b);                             // 5-6
+  auto d = c * x + y;                                   // 7-8
+  auto e = mx::sqrt(mx::abs(d));                        // 9-10
+  auto f = 1.0f / (1.0f + mx::exp(mx::negative(e)));    // 11-14 (sigmoid-like)
+  auto g = mx::maximum(f, c);                           // 15
+  auto h = mx::minimum(g * 2.0f, a);                    // 16-17
+  auto i = mx::sin(h) + mx::cos(b);                     // 18-20
+  auto j = mx::square(i) - d;                           // 21-22
+  auto k = mx::sigmoid(j);                              // 23
+  auto l = mx::abs(k - 0.5f) * 3.0f;                    // 24-26
+  auto m = mx::log1p(l) + mx::tanh(e);                  // 27-29
+  return mx::maximum(m, mx::multiply(x, y));            // 30-31
+}
+
+void BM_ElementwiseChain(benchmark::State& st) {
+  int n = static_cast<int>(st.range(0));
+  auto x = rand_like({n}), y = rand_like({n}, 1.0f);
+  for (auto _ : st) {
+    auto r = elementwise_chain(x, y);
+    r.eval();
+    benchmark::DoNotOptimize(r.data<float>());
+  }
+  st.SetItemsProcessed(int64_t(st.iterations()) * n);
+}
+BENCHMARK(BM_ElementwiseChain)->Arg(1 << 20)->Arg(1 << 24)->Unit(benchmark::kMillisecond);
+
 void BM_ImportedMlp(benchmark::State& st) {
   auto w1 = rand_like({512, 2048}), w2 = rand_like({2048, 512}, 1.0f);
   auto f = [&](const mx::Args& a) {

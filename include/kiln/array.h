@@ -50,7 +50,8 @@ class array;
 
 namespace detail {
 // A block of memory owned by one or more arrays. `owner` keeps external memory (an mmap, a file
-// mapping, a parent buffer) alive; when it is null the block was allocated by kiln and is freed here.
+// mapping, a parent buffer) alive; when it is null the block came from detail::allocate(nbytes) (the
+// buffer cache, kiln/memory.h), `nbytes` must stay as allocated, and the block is given back here.
 struct Data {
   void* ptr = nullptr;
   size_t nbytes = 0;

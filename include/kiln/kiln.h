@@ -8,6 +8,7 @@
 #include "kiln/fft.h"
 #include "kiln/io.h"
 #include "kiln/linalg.h"
+#include "kiln/memory.h"
 #include "kiln/ops.h"
 #include "kiln/primitive.h"
 #include "kiln/random.h"

@@ -5,6 +5,7 @@
 #include <new>
 #include <sstream>
 
+#include "core/allocator.h"
 #include "core/dispatch.h"
 #include "kiln/primitive.h"
 
@@ -20,17 +21,16 @@ Stream to_stream(StreamOrDevice s) {
 
 namespace detail {
 
-// Buffers come from the aligned operator new, so that a program that replaces the global operator
-// new (the hostile-file tests count every byte kiln allocates) sees them too.
+// Buffers come from the buffer cache (core/allocator.cpp), which takes blocks from the aligned
+// operator new, so that a program that replaces the global operator new (the hostile-file tests count
+// every byte kiln allocates) sees them too.
 Data::~Data() {
-  if (!owner && ptr) ::operator delete(ptr, std::align_val_t{64});
+  if (!owner && ptr) buffer_free(ptr, nbytes);
 }
 
 std::shared_ptr<Data> allocate(size_t nbytes) {
   auto d = std::make_shared<Data>();
-  size_t n = (std::max<size_t>(nbytes, 1) + 63) / 64 * 64;
-  d->ptr = ::operator new(n, std::align_val_t{64}, std::nothrow);
-  if (!d->ptr) throw std::bad_alloc();
+  d->ptr = buffer_malloc(nbytes);
   d->nbytes = nbytes;
   return d;
 }

@@ -33,6 +33,9 @@ inline bool kiln_message(const std::string& m) { return m.size() > 2 && m[0] == 
 inline Outcome run_variant(const std::vector<uint8_t>& bytes, const kiln::Args& args, const kiln::Kwargs& kwargs,
                            const kiln::ImportOptions& options = kiln::ImportOptions{}) {
   Outcome r;
+  // Start with an empty buffer cache: cached blocks from earlier cases would otherwise be reused
+  // inside the measured region and hide allocations; blocks cached inside it count against the peak.
+  kiln::clear_cache();
   uint64_t base = live_bytes();
   reset_peak();
   auto t0 = std::chrono::steady_clock::now();

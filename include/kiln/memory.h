@@ -1,0 +1,47 @@
+// kiln's memory API, with MLX's names and semantics (mlx/memory.h). It reports on and controls the
+// buffers kiln allocates for array data (src/core/allocator.cpp); memory an array only borrows (a file
+// mapping, a caller's buffer) and kiln's small bookkeeping objects are not counted. All functions are
+// thread-safe.
+//
+// Array buffers of 16 KiB or more are rounded up to a size class (4 classes per power of two, so at
+// most 25% larger; always a multiple of the 4 KiB page) and, when freed, kept in a cache; a later
+// allocation of the same class takes the most recently freed block of that class instead of asking the
+// system for fresh pages. Smaller buffers are rounded to 64 bytes and go straight to the system
+// allocator (glibc already caches those).
+#pragma once
+
+#include <cstddef>
+
+namespace kiln {
+
+// Bytes of array buffers in use now (size classes, so slightly above the arrays' nbytes). Does not
+// include the cache.
+size_t get_active_memory();
+
+// The most active memory seen since the program started or the last reset_peak_memory().
+size_t get_peak_memory();
+
+// Set the peak to zero (as MLX; the next allocation raises it to the active memory).
+void reset_peak_memory();
+
+// Bytes held in the cache: freed buffers not yet returned to the system allocator.
+size_t get_cache_memory();
+
+// The memory limit is a guideline, as in MLX: kiln never fails an allocation because of it. When an
+// allocation misses the cache and active + cache + the new block would exceed the limit, cached blocks
+// (least recently freed first) are returned to the system before the new block is requested. Defaults
+// to 80% of physical memory (MLX's CPU default), or 8 GiB when that cannot be read.
+// Returns the previous limit.
+size_t set_memory_limit(size_t limit);
+size_t get_memory_limit();
+
+// The most bytes the cache keeps. Blocks beyond it are returned to the system, least recently freed
+// first, at once (when the limit is lowered) and whenever a free would exceed it. 0 disables the
+// cache. Defaults to a quarter of physical memory (2 GiB when that cannot be read), and never above
+// the memory limit's default. Returns the previous limit.
+size_t set_cache_limit(size_t limit);
+
+// Return every cached block to the system.
+void clear_cache();
+
+}  // namespace kiln

@@ -1,0 +1,243 @@
+// The array-buffer allocator (src/core/allocator.h, include/kiln/memory.h).
+//
+// Why a cache: a buffer of more than glibc's mmap threshold (128 KiB to 32 MiB, adaptive) is a fresh
+// mmap, zero-filled by the kernel one page fault at a time, and munmap'd on free. An element-wise chain
+// over 16M floats paid ~525,000 minor faults a call that way. Freed blocks of 16 KiB or more are now
+// kept, by size class, and handed out again; the cache is bounded (set_cache_limit) and gives back the
+// least recently freed blocks first.
+#include "core/allocator.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <list>
+#include <mutex>
+#include <new>
+#include <unordered_map>
+#include <vector>
+
+#include "kiln/memory.h"
+
+namespace kiln {
+namespace detail {
+namespace {
+
+constexpr std::align_val_t kAlign{64};
+
+size_t physical_memory() {
+  long pages = ::sysconf(_SC_PHYS_PAGES);
+  long page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  return static_cast<size_t>(pages) * static_cast<size_t>(page);
+}
+
+struct Block {
+  void* ptr;
+  size_t size;
+};
+
+class BufferCache {
+ public:
+  BufferCache() {
+    size_t phys = physical_memory();
+    // MLX's CPU allocator: 80% of physical memory, 8 GiB when unknown (mlx/backend/no_gpu/allocator.cpp).
+    memory_limit_ = phys ? static_cast<size_t>(0.8 * static_cast<double>(phys)) : (size_t(1) << 33);
+    cache_limit_ = std::min(memory_limit_, phys ? phys / 4 : (size_t(1) << 31));
+  }
+
+  void* malloc(size_t cap) {
+    std::vector<Block> evicted;
+    if (cap >= kCacheMinBytes) {
+      std::unique_lock lk(mu_);
+      auto it = by_size_.find(cap);
+      if (it != by_size_.end() && !it->second.empty()) {
+        auto node = it->second.back();
+        it->second.pop_back();
+        void* p = node->ptr;
+        lru_.erase(node);
+        cache_ -= cap;
+        note_active(cap);
+        return p;
+      }
+      // A miss: keep within the (advisory) memory limit by giving back cached blocks first.
+      size_t limit = memory_limit_;
+      if (!lru_.empty() && (active_ + cache_ > limit || cap > limit - active_ - cache_)) evicted.reserve(lru_.size());
+      while (!lru_.empty() && (active_ + cache_ > limit || cap > limit - active_ - cache_)) {
+        evicted.push_back(pop_oldest());
+      }
+    }
+    release(evicted);
+    void* p = ::operator new(cap, kAlign, std::nothrow);
+    if (!p) {
+      clear();
+      p = ::operator new(cap, kAlign, std::nothrow);
+      if (!p) throw std::bad_alloc();
+    }
+    std::lock_guard lk(mu_);
+    note_active(cap);
+    return p;
+  }
+
+  void free(void* p, size_t cap) noexcept {
+    std::vector<Block> evicted;
+    {
+      std::lock_guard lk(mu_);
+      active_ -= cap;
+      // Cached when it is large enough and fits the limit; otherwise to the system below, unlocked.
+      if (cap >= kCacheMinBytes && cap <= cache_limit_ && push(p, cap)) {
+        p = nullptr;
+        try {
+          evicted.reserve(lru_.size());
+        } catch (...) {
+        }
+        while (cache_ > cache_limit_) {
+          Block b = pop_oldest();
+          if (evicted.size() < evicted.capacity()) {
+            evicted.push_back(b);
+          } else {
+            ::operator delete(b.ptr, kAlign);  // no room to defer it: free it under the lock
+          }
+        }
+      }
+    }
+    if (p) ::operator delete(p, kAlign);
+    release(evicted);
+  }
+
+  void clear() {
+    std::vector<Block> evicted;
+    {
+      std::lock_guard lk(mu_);
+      evicted.reserve(lru_.size());
+      while (!lru_.empty()) evicted.push_back(pop_oldest());
+    }
+    release(evicted);
+  }
+
+  size_t set_cache_limit(size_t limit) {
+    std::vector<Block> evicted;
+    {
+      std::lock_guard lk(mu_);
+      std::swap(cache_limit_, limit);
+      if (cache_ > cache_limit_) evicted.reserve(lru_.size());
+      while (cache_ > cache_limit_) evicted.push_back(pop_oldest());
+    }
+    release(evicted);
+    return limit;
+  }
+
+  size_t set_memory_limit(size_t limit) {
+    std::lock_guard lk(mu_);
+    std::swap(memory_limit_, limit);
+    return limit;
+  }
+
+  size_t memory_limit() {
+    std::lock_guard lk(mu_);
+    return memory_limit_;
+  }
+  size_t active() {
+    std::lock_guard lk(mu_);
+    return active_;
+  }
+  size_t peak() {
+    std::lock_guard lk(mu_);
+    return peak_;
+  }
+  void reset_peak() {
+    std::lock_guard lk(mu_);
+    peak_ = 0;
+  }
+  size_t cached() {
+    std::lock_guard lk(mu_);
+    return cache_;
+  }
+
+ private:
+  using List = std::list<Block>;
+
+  void note_active(size_t cap) {
+    active_ += cap;
+    peak_ = std::max(peak_, active_);
+  }
+
+  // Into the cache as the most recently freed block; false when the bookkeeping could not allocate.
+  bool push(void* p, size_t cap) noexcept {
+    try {
+      auto& stack = by_size_[cap];
+      lru_.push_front(Block{p, cap});
+      try {
+        stack.push_back(lru_.begin());
+      } catch (...) {
+        lru_.pop_front();
+        return false;
+      }
+    } catch (...) {
+      return false;
+    }
+    cache_ += cap;
+    return true;
+  }
+
+  // The least recently freed block, out of the cache (the caller frees it). Within a class, blocks are
+  // stacked in the order they were freed, so the globally oldest one is the bottom of its class.
+  Block pop_oldest() {
+    Block b = lru_.back();
+    auto& stack = by_size_[b.size];
+    stack.pop_front();
+    lru_.pop_back();
+    cache_ -= b.size;
+    return b;
+  }
+
+  static void release(std::vector<Block>& blocks) noexcept {
+    for (auto& b : blocks) ::operator delete(b.ptr, kAlign);
+    blocks.clear();
+  }
+
+  std::mutex mu_;
+  List lru_;  // front: most recently freed
+  std::unordered_map<size_t, std::deque<List::iterator>> by_size_;  // back: most recently freed
+  size_t active_ = 0, peak_ = 0, cache_ = 0;
+  size_t memory_limit_ = 0, cache_limit_ = 0;
+};
+
+// Never destroyed: arrays in static storage may free their buffers after this file's statics are gone.
+BufferCache& cache() {
+  static BufferCache* c = new BufferCache();
+  return *c;
+}
+
+}  // namespace
+
+size_t buffer_capacity(size_t nbytes) {
+  size_t n = std::max<size_t>(nbytes, 1);
+  size_t step = 64;
+  if (n >= kCacheMinBytes) step = std::bit_floor(n) >> 2;
+  if (n > std::numeric_limits<size_t>::max() - (step - 1)) throw std::bad_alloc();
+  return (n + step - 1) / step * step;
+}
+
+void* buffer_malloc(size_t nbytes) { return cache().malloc(buffer_capacity(nbytes)); }
+
+void buffer_free(void* ptr, size_t nbytes) noexcept {
+  if (!ptr) return;
+  cache().free(ptr, buffer_capacity(nbytes));
+}
+
+}  // namespace detail
+
+size_t get_active_memory() { return detail::cache().active(); }
+size_t get_peak_memory() { return detail::cache().peak(); }
+void reset_peak_memory() { detail::cache().reset_peak(); }
+size_t get_cache_memory() { return detail::cache().cached(); }
+size_t set_memory_limit(size_t limit) { return detail::cache().set_memory_limit(limit); }
+size_t get_memory_limit() { return detail::cache().memory_limit(); }
+size_t set_cache_limit(size_t limit) { return detail::cache().set_cache_limit(limit); }
+void clear_cache() { detail::cache().clear(); }
+
+}  // namespace kiln

@@ -64,11 +64,8 @@ class BufferCache {
         return p;
       }
       // A miss: keep within the (advisory) memory limit by giving back cached blocks first.
-      size_t limit = memory_limit_;
-      if (!lru_.empty() && (active_ + cache_ > limit || cap > limit - active_ - cache_)) evicted.reserve(lru_.size());
-      while (!lru_.empty() && (active_ + cache_ > limit || cap > limit - active_ - cache_)) {
-        evicted.push_back(pop_oldest());
-      }
+      const size_t limit = memory_limit_;
+      evict_while(evicted, [&] { return active_ + cache_ > limit || cap > limit - active_ - cache_; });
     }
     release(evicted);
     void* p = ::operator new(cap, kAlign, std::nothrow);
@@ -112,8 +109,7 @@ class BufferCache {
     std::vector<Block> evicted;
     {
       std::lock_guard lk(mu_);
-      evicted.reserve(lru_.size());
-      while (!lru_.empty()) evicted.push_back(pop_oldest());
+      evict_while(evicted, [] { return true; });
     }
     release(evicted);
   }
@@ -123,8 +119,7 @@ class BufferCache {
     {
       std::lock_guard lk(mu_);
       std::swap(cache_limit_, limit);
-      if (cache_ > cache_limit_) evicted.reserve(lru_.size());
-      while (cache_ > cache_limit_) evicted.push_back(pop_oldest());
+      evict_while(evicted, [&] { return cache_ > cache_limit_; });
     }
     release(evicted);
     return limit;
@@ -136,25 +131,13 @@ class BufferCache {
     return limit;
   }
 
-  size_t memory_limit() {
-    std::lock_guard lk(mu_);
-    return memory_limit_;
-  }
-  size_t active() {
-    std::lock_guard lk(mu_);
-    return active_;
-  }
-  size_t peak() {
-    std::lock_guard lk(mu_);
-    return peak_;
-  }
+  size_t memory_limit() { return locked_read(memory_limit_); }
+  size_t active() { return locked_read(active_); }
+  size_t peak() { return locked_read(peak_); }
+  size_t cached() { return locked_read(cache_); }
   void reset_peak() {
     std::lock_guard lk(mu_);
     peak_ = 0;
-  }
-  size_t cached() {
-    std::lock_guard lk(mu_);
-    return cache_;
   }
 
  private:
@@ -192,6 +175,20 @@ class BufferCache {
     lru_.pop_back();
     cache_ -= b.size;
     return b;
+  }
+
+  size_t locked_read(const size_t& field) {
+    std::lock_guard lk(mu_);
+    return field;
+  }
+
+  // With mu_ held: moves the least recently freed blocks into `out` (freed by the caller, unlocked)
+  // while the cache is not empty and `over()` holds.
+  template <typename Over>
+  void evict_while(std::vector<Block>& out, Over over) {
+    if (lru_.empty() || !over()) return;
+    out.reserve(out.size() + lru_.size());
+    while (!lru_.empty() && over()) out.push_back(pop_oldest());
   }
 
   static void release(std::vector<Block>& blocks) noexcept {

@@ -1,14 +1,74 @@
 #include "io/random_access.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
 namespace kiln::io_detail {
+
+namespace {
+
+std::atomic<bool>& mapping_flag() {
+  static std::atomic<bool> on{[] {
+    const char* e = std::getenv("KILN_MMAP");
+    return !(e && std::strcmp(e, "0") == 0);
+  }()};
+  return on;
+}
+
+bool lendable(uint64_t offset, size_t n, size_t align, uint64_t size) {
+  return mapping_enabled() && n > 0 && offset <= size && n <= size - offset && (align == 0 || offset % align == 0);
+}
+
+}  // namespace
+
+bool mapping_enabled() { return mapping_flag().load(std::memory_order_relaxed); }
+void set_mapping_enabled(bool on) { mapping_flag().store(on, std::memory_order_relaxed); }
+
+std::shared_ptr<const void> RandomSource::view(uint64_t, size_t, size_t) const { return nullptr; }
+
+struct RandomFileSource::Mapping {
+  void* base = nullptr;
+  uint64_t size = 0;
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  Mapping(void* b, uint64_t s) : base(b), size(s) {}
+  ~Mapping() { ::munmap(base, size); }
+};
+
+std::shared_ptr<const void> RandomFileSource::view(uint64_t offset, size_t n, size_t align) const {
+  if (!lendable(offset, n, align, size_)) return nullptr;
+  std::shared_ptr<Mapping> m;
+  {
+    std::lock_guard<std::mutex> lk(map_mutex_);
+    if (!map_tried_) {
+      map_tried_ = true;
+      // The file as it is now: one that shrank since it was opened is mapped only as far as it goes,
+      // and payloads past its end are copied with pread (which reports the missing bytes).
+      struct stat st {};
+      if (::fstat(fd_, &st) == 0 && st.st_size > 0) {
+        const auto len = static_cast<uint64_t>(st.st_size);
+        void* p = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE, fd_, 0);
+        if (p != MAP_FAILED) map_ = std::make_shared<Mapping>(p, len);
+      }
+    }
+    m = map_;
+  }
+  if (!m || offset > m->size || n > m->size - offset) return nullptr;
+  const void* p = static_cast<const uint8_t*>(m->base) + offset;
+  // Start reading the range ahead of the kernels that will touch it.
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(p) & ~(page - 1);
+  ::madvise(reinterpret_cast<void*>(lo), reinterpret_cast<uintptr_t>(p) + n - lo, MADV_WILLNEED);
+  return std::shared_ptr<const void>(std::move(m), p);
+}
 
 RandomFileSource::RandomFileSource(const std::string& path) : path_(path) {
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -42,11 +102,16 @@ void RandomFileSource::read_at(uint64_t offset, void* dst, size_t n) const {
 }
 
 void RandomMemorySource::read_at(uint64_t offset, void* dst, size_t n) const {
-  if (offset > data_.size() || n > data_.size() - offset) {
+  if (offset > data_->size() || n > data_->size() - offset) {
     throw std::runtime_error("[read] Unable to read from " + name_ + ": expected " + std::to_string(n) +
                              " bytes at offset " + std::to_string(offset) + ".");
   }
-  if (n) std::memcpy(dst, data_.data() + offset, n);
+  if (n) std::memcpy(dst, data_->data() + offset, n);
+}
+
+std::shared_ptr<const void> RandomMemorySource::view(uint64_t offset, size_t n, size_t align) const {
+  if (!lendable(offset, n, align, data_->size())) return nullptr;
+  return std::shared_ptr<const void>(data_, data_->data() + offset);
 }
 
 }  // namespace kiln::io_detail

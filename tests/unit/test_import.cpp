@@ -3,10 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <map>
 #include <thread>
 
 #include "format/record.h"
+#include "io/random_access.h"
 #include "kiln/ops/misc.h"
 #include "primitives/misc/load.h"
 #include "test_export_util.h"
@@ -123,6 +125,9 @@ TEST(Import, GpuStreamsRunOnTheCpu) {
 }
 
 TEST(Import, ConstantsLoadLazilyAndOnce) {
+  // With payloads copied: a memory-mapped payload would follow in-place rewrites of the file (see
+  // io/random_access.h), which is what the second half of this test rules out for copies.
+  mx::io_detail::set_mapping_enabled(false);
   auto path = temp_file("lazyconst");
   mx::array c({1.0f, 2.0f});
   mx::export_function(path, [c](const mx::Args& a) { return one(mx::add(a[0], c)); }, {mx::zeros({2})});
@@ -149,6 +154,7 @@ TEST(Import, ConstantsLoadLazilyAndOnce) {
   write_bytes(path, bytes);
   EXPECT_EQ(values<float>(f({mx::ones({2})})[0]), (std::vector<float>{11.0f, 21.0f}));
   EXPECT_EQ(mx::detail::load_reads(), reads0 + 1);
+  mx::io_detail::set_mapping_enabled(true);
   std::remove(path.c_str());
 }
 
@@ -309,4 +315,99 @@ TEST(ImportGolden, ReExportIsStructurallyIdentical) {
   }
   std::printf("[golden re-export] identical %d, differ %d, not importable yet %d\n", same, differ, skipped);
   EXPECT_EQ(differ, 0);
+}
+
+namespace {
+
+// The constant's payload (1.0f ... n) in the file bytes: its offset.
+size_t payload_offset(const std::vector<uint8_t>& bytes, const std::vector<float>& vals) {
+  std::vector<uint8_t> pat(vals.size() * 4);
+  std::memcpy(pat.data(), vals.data(), pat.size());
+  auto it = std::search(bytes.begin(), bytes.end(), pat.begin(), pat.end());
+  return it == bytes.end() ? std::string::npos : static_cast<size_t>(it - bytes.begin());
+}
+
+}  // namespace
+
+// Constants are used in place from the memory-mapped file (issue 12 point 6) when the payload sits at a
+// multiple of its element size; with mapping off (KILN_MMAP=0) they are copied. Same values either way.
+TEST(Import, ConstantsAreMappedInPlace) {
+  auto path = temp_file("mapped");
+  std::vector<float> vals(1024);
+  for (size_t i = 0; i < vals.size(); ++i) vals[i] = static_cast<float>(i) * 0.5f;
+  mx::array c(vals.data(), {1024}, mx::float32);
+  mx::export_function(path, [c](const mx::Args& a) { return one(mx::multiply(a[0], c)); }, {mx::zeros({1024})});
+  const size_t at = payload_offset(read_bytes(path), vals);
+  ASSERT_NE(at, std::string::npos);
+  std::vector<float> want(vals.size());
+  for (size_t i = 0; i < vals.size(); ++i) want[i] = vals[i] * 3.0f;
+  for (bool on : {true, false}) {
+    mx::io_detail::set_mapping_enabled(on);
+    const uint64_t mapped0 = mx::detail::load_mapped(), reads0 = mx::detail::load_reads();
+    auto f = mx::import_function(path);
+    auto out = f({mx::full({1024}, 3.0f)});
+    EXPECT_EQ(values<float>(out[0]), want) << "mapping " << on;
+    EXPECT_EQ(mx::detail::load_reads(), reads0 + 1);
+    const bool lent = on && at % 4 == 0;
+    EXPECT_EQ(mx::detail::load_mapped(), mapped0 + (lent ? 1 : 0)) << "payload at offset " << at << ", mapping " << on;
+  }
+  mx::io_detail::set_mapping_enabled(true);
+  std::remove(path.c_str());
+}
+
+// A memory source lends only aligned ranges inside it; views keep the bytes alive after the source.
+TEST(Import, MemorySourceViews) {
+  std::vector<uint8_t> bytes(64);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i);
+  std::shared_ptr<const void> v;
+  {
+    auto src = std::make_shared<mx::io_detail::RandomMemorySource>(bytes);
+    EXPECT_EQ(src->view(1, 4, 4), nullptr);   // misaligned for 4-byte elements
+    EXPECT_EQ(src->view(60, 8, 4), nullptr);  // past the end
+    EXPECT_EQ(src->view(0, 0, 4), nullptr);   // nothing to lend
+    v = src->view(8, 16, 4);
+    ASSERT_NE(v, nullptr);
+  }
+  EXPECT_EQ(static_cast<const uint8_t*>(v.get())[0], 8);
+  EXPECT_EQ(static_cast<const uint8_t*>(v.get())[15], 23);
+}
+
+// A file cut short after import, before the first call: the cut payload is not mapped past the end of
+// the file; it is read with pread, which reports the missing bytes.
+TEST(Import, MappingStopsAtTheFileEnd) {
+  auto path = temp_file("mapcut");
+  std::vector<float> vals(4096, 1.5f);
+  mx::array c(vals.data(), {4096}, mx::float32);
+  mx::export_function(path, [c](const mx::Args& a) { return one(mx::add(a[0], c)); }, {mx::zeros({4096})});
+  auto bytes = read_bytes(path);
+  const size_t at = payload_offset(bytes, vals);
+  ASSERT_NE(at, std::string::npos);
+  auto f = mx::import_function(path);
+  write_bytes(path, std::vector<uint8_t>(bytes.begin(), bytes.begin() + at + 100));
+  auto out = f({mx::zeros({4096})});
+  EXPECT_THAT([&] { out[0].eval(); }, ::testing::ThrowsMessage<std::runtime_error>(HasSubstr("[read] Unable to read from file")));
+  std::remove(path.c_str());
+}
+
+// A large payload (read in pieces on several threads) cut short on disk: the read error of whichever
+// piece fails reaches the caller, mapping on or off.
+TEST(Import, LargePayloadCutShortFailsAtCallTime) {
+  auto path = temp_file("bigcut");
+  std::vector<float> vals(3 << 20);  // 12 MiB
+  for (size_t i = 0; i < vals.size(); ++i) vals[i] = static_cast<float>(i % 1000);
+  mx::array c(vals.data(), {3 << 20}, mx::float32);
+  mx::export_function(path, [c](const mx::Args& a) { return one(mx::add(a[0], c)); }, {mx::zeros({3 << 20})});
+  auto bytes = read_bytes(path);
+  for (bool on : {true, false}) {
+    mx::io_detail::set_mapping_enabled(on);
+    write_bytes(path, bytes);
+    auto f = mx::import_function(path);
+    write_bytes(path, std::vector<uint8_t>(bytes.begin(), bytes.begin() + bytes.size() / 2));
+    auto out = f({mx::zeros({3 << 20})});
+    EXPECT_THAT([&] { out[0].eval(); },
+                ::testing::ThrowsMessage<std::runtime_error>(HasSubstr("[read] Unable to read from file")))
+        << "mapping " << on;
+  }
+  mx::io_detail::set_mapping_enabled(true);
+  std::remove(path.c_str());
 }

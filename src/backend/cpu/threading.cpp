@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -112,12 +113,25 @@ void parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_
   size_t nchunks = std::min<size_t>((n + grain - 1) / grain, static_cast<size_t>(nt) * 4);
   size_t per = (n + nchunks - 1) / nchunks;
   nchunks = (n + per - 1) / per;
+  // An exception in any chunk (a worker's or the caller's) is caught, the remaining chunks are skipped,
+  // and the first one is rethrown here once all threads are done.
+  std::exception_ptr error;
+  std::mutex error_mu;
+  std::atomic<bool> failed{false};
   std::function<void(size_t)> chunk = [&](size_t i) {
+    if (failed.load(std::memory_order_relaxed)) return;
     size_t b = i * per;
     size_t e = std::min(n, b + per);
-    fn(b, e);
+    try {
+      fn(b, e);
+    } catch (...) {
+      std::lock_guard<std::mutex> lk(error_mu);
+      if (!error) error = std::current_exception();
+      failed.store(true, std::memory_order_relaxed);
+    }
   };
-  if (!pool().run(nchunks, chunk)) fn(0, n);
+  if (!pool().run(nchunks, chunk)) return fn(0, n);
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace kiln::cpu

@@ -14,6 +14,7 @@ namespace kiln {
 namespace {
 
 std::atomic<uint64_t> g_reads{0};
+std::atomic<uint64_t> g_mapped{0};
 
 // One constant's source; the read happens once, whichever thread evaluates it first.
 struct LoadSlot {
@@ -25,10 +26,37 @@ struct LoadSlot {
   mutable std::shared_ptr<detail::Data> data;
   mutable std::atomic<bool> loaded{false};
 
-  const std::shared_ptr<detail::Data>& get() const {
+  const std::shared_ptr<detail::Data>& get(detail::ParallelFor parallel) const {
     std::call_once(once, [&] {
+      // In place when the source can lend the bytes at the element alignment (bool bytes other than 0
+      // and 1 and big-endian hosts need the rewrite below, so they are always copied).
+      const bool in_place = dtype != bool_ && std::endian::native == std::endian::little;
+      if (auto v = in_place ? src->view(offset, nbytes, std::min<size_t>(dtype.size, 8)) : nullptr) {
+        auto d = std::make_shared<detail::Data>();
+        d->ptr = const_cast<void*>(v.get());  // read-only pages: no kernel writes into its inputs
+        d->nbytes = nbytes;
+        d->owner = std::const_pointer_cast<void>(std::move(v));
+        g_reads.fetch_add(1, std::memory_order_relaxed);
+        g_mapped.fetch_add(1, std::memory_order_relaxed);
+        data = std::move(d);
+        loaded.store(true, std::memory_order_release);
+        return;
+      }
       auto d = detail::allocate(nbytes);
-      src->read_at(offset, d->ptr, nbytes);
+      // Large payloads are read in pieces on several threads (pread is positional, so they do not share a
+      // file position): copying from the page cache is CPU work, and a cold start pays it once per weight.
+      constexpr uint64_t kPiece = uint64_t(4) << 20;
+      auto* dst = static_cast<uint8_t*>(d->ptr);
+      if (parallel && nbytes >= 2 * kPiece) {
+        parallel(static_cast<size_t>((nbytes + kPiece - 1) / kPiece), 1, [&](size_t b, size_t e) {
+          for (size_t i = b; i < e; ++i) {
+            const uint64_t at = i * kPiece, n = std::min<uint64_t>(kPiece, nbytes - at);
+            src->read_at(offset + at, dst + at, static_cast<size_t>(n));
+          }
+        });
+      } else {
+        src->read_at(offset, dst, nbytes);
+      }
       if (dtype == bool_) {
         // A bool byte other than 0 or 1 is undefined behaviour in C++: read any non-zero byte as true.
         auto* b = static_cast<uint8_t*>(d->ptr);
@@ -87,12 +115,13 @@ array constant_for_call(const array& constant) {
   return a;
 }
 
-std::shared_ptr<Data> load_payload(const Node& node) {
+std::shared_ptr<Data> load_payload(const Node& node, ParallelFor parallel) {
   auto slot = std::static_pointer_cast<const LoadSlot>(node.extra);
-  return slot->get();
+  return slot->get(parallel);
 }
 
 uint64_t load_reads() { return g_reads.load(); }
+uint64_t load_mapped() { return g_mapped.load(); }
 
 }  // namespace detail
 }  // namespace kiln

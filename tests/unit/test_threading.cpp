@@ -1,0 +1,53 @@
+// The CPU backend's fork-join pool (src/backend/cpu/threading.h): work is split and joined, nested
+// calls run serially, and an exception thrown in any chunk, on any thread, reaches the caller.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <stdexcept>
+#include <vector>
+
+#include "backend/cpu/threading.h"
+
+namespace {
+
+using kiln::cpu::parallel_for;
+
+TEST(Threads, EveryIndexOnce) {
+  for (size_t n : {size_t(0), size_t(1), size_t(7), size_t(1000), size_t(100003)}) {
+    std::vector<std::atomic<int>> hits(n);
+    parallel_for(n, 16, [&](size_t b, size_t e) {
+      for (size_t i = b; i < e; ++i) hits[i].fetch_add(1);
+    });
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n " << n << " index " << i;
+  }
+}
+
+TEST(Threads, NestedCallsRunInline) {
+  std::atomic<size_t> total{0};
+  parallel_for(64, 1, [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) {
+      parallel_for(1000, 1, [&](size_t ib, size_t ie) { total.fetch_add(ie - ib); });
+    }
+  });
+  EXPECT_EQ(total.load(), 64u * 1000u);
+}
+
+TEST(Threads, AnExceptionInAChunkReachesTheCaller) {
+  // Every chunk but one succeeds; whichever thread runs the failing one, the caller gets its exception
+  // (not std::terminate), and the pool is usable afterwards.
+  for (size_t bad : {size_t(0), size_t(500), size_t(999)}) {
+    try {
+      parallel_for(1000, 10, [&](size_t b, size_t e) {
+        if (bad >= b && bad < e) throw std::runtime_error("chunk " + std::to_string(bad));
+      });
+      FAIL() << "expected a throw";
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()), "chunk " + std::to_string(bad));
+    }
+  }
+  std::atomic<size_t> count{0};
+  parallel_for(1000, 10, [&](size_t b, size_t e) { count.fetch_add(e - b); });
+  EXPECT_EQ(count.load(), 1000u);
+}
+
+}  // namespace

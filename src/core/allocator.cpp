@@ -7,7 +7,6 @@
 // least recently freed blocks first.
 #include "core/allocator.h"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,24 +27,6 @@ namespace detail {
 namespace {
 
 constexpr std::align_val_t kAlign{64};
-
-// Blocks of 4 MiB or more start on a 2 MiB boundary and are marked for transparent huge pages, where
-// the kernel offers them (the common `madvise` setting): the first touch of such a block then costs
-// one fault per 2 MiB instead of one per 4 KiB page (a 623 MB float32 model's weights: ~300 faults,
-// not ~150,000), and streaming reads of weights miss the TLB less.
-constexpr size_t kHugeMinBytes = size_t(4) << 20;
-constexpr std::align_val_t kHugeAlign{size_t(2) << 20};
-
-void* sys_alloc(size_t cap) noexcept {
-  if (cap < kHugeMinBytes) return ::operator new(cap, kAlign, std::nothrow);
-  void* p = ::operator new(cap, kHugeAlign, std::nothrow);
-#ifdef MADV_HUGEPAGE
-  if (p) ::madvise(p, cap & ~((size_t(2) << 20) - 1), MADV_HUGEPAGE);  // advisory: failure is harmless
-#endif
-  return p;
-}
-
-void sys_free(void* p, size_t cap) noexcept { ::operator delete(p, cap < kHugeMinBytes ? kAlign : kHugeAlign); }
 
 size_t physical_memory() {
   long pages = ::sysconf(_SC_PHYS_PAGES);
@@ -87,10 +68,10 @@ class BufferCache {
       evict_while(evicted, [&] { return active_ + cache_ > limit || cap > limit - active_ - cache_; });
     }
     release(evicted);
-    void* p = sys_alloc(cap);
+    void* p = ::operator new(cap, kAlign, std::nothrow);
     if (!p) {
       clear();
-      p = sys_alloc(cap);
+      p = ::operator new(cap, kAlign, std::nothrow);
       if (!p) throw std::bad_alloc();
     }
     std::lock_guard lk(mu_);
@@ -115,12 +96,12 @@ class BufferCache {
           if (evicted.size() < evicted.capacity()) {
             evicted.push_back(b);
           } else {
-            sys_free(b.ptr, b.size);  // no room to defer it: free it under the lock
+            ::operator delete(b.ptr, kAlign);  // no room to defer it: free it under the lock
           }
         }
       }
     }
-    if (p) sys_free(p, cap);
+    if (p) ::operator delete(p, kAlign);
     release(evicted);
   }
 
@@ -211,7 +192,7 @@ class BufferCache {
   }
 
   static void release(std::vector<Block>& blocks) noexcept {
-    for (auto& b : blocks) sys_free(b.ptr, b.size);
+    for (auto& b : blocks) ::operator delete(b.ptr, kAlign);
     blocks.clear();
   }
 

@@ -1,7 +1,12 @@
 #include "backend/cpu/threading.h"
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -15,6 +20,35 @@ namespace {
 
 thread_local bool t_in_parallel = false;
 
+// Workers wait for a job by spinning for a short while (kSpin) and then sleeping on a condition
+// variable; the caller waits for them the same way. Kernels run back to back during an evaluation, so
+// a worker is usually still spinning when the next job comes and starts it within a microsecond,
+// where a sleeping one takes a futex wake-up (tens of microseconds on a VM). After kSpin without work
+// the threads sleep, so an idle process uses no CPU; the spin is bounded on the caller's side too, so
+// a worker that was descheduled (a loaded machine) is waited for asleep, not by burning its core.
+constexpr auto kSpin = std::chrono::microseconds(200);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Spins until ready() or kSpin has passed; true when ready.
+template <typename Ready>
+bool spin_until(Ready ready) {
+  auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (ready()) return true;
+      cpu_relax();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return ready();
+  }
+}
+
 class Pool {
  public:
   explicit Pool(int n) {
@@ -23,7 +57,7 @@ class Pool {
   ~Pool() {
     {
       std::lock_guard<std::mutex> lk(m_);
-      stop_ = true;
+      stop_.store(true);
     }
     cv_.notify_all();
     for (auto& t : workers_) t.join();
@@ -34,18 +68,22 @@ class Pool {
   bool run(size_t nchunks, const std::function<void(size_t)>& chunk) {
     std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
     if (!busy.owns_lock()) return false;
+    job_ = &chunk;
+    nchunks_ = nchunks;
+    next_.store(0, std::memory_order_relaxed);
+    active_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
     {
+      // Under the lock, so that a worker checking the generation before it sleeps cannot miss it.
       std::lock_guard<std::mutex> lk(m_);
-      job_ = &chunk;
-      nchunks_ = nchunks;
-      next_.store(0);
-      active_ = static_cast<int>(workers_.size());
-      ++generation_;
+      generation_.fetch_add(1, std::memory_order_release);
     }
-    cv_.notify_all();
+    if (sleepers_.load(std::memory_order_acquire) > 0) cv_.notify_all();
     drain();
-    std::unique_lock<std::mutex> lk(m_);
-    done_cv_.wait(lk, [&] { return active_ == 0; });
+    auto done = [&] { return active_.load(std::memory_order_acquire) == 0; };
+    if (!spin_until(done)) {
+      std::unique_lock<std::mutex> lk(m_);
+      done_cv_.wait(lk, done);
+    }
     job_ = nullptr;
     return true;
   }
@@ -59,15 +97,22 @@ class Pool {
   void work() {
     uint64_t seen = 0;
     for (;;) {
-      {
+      auto ready = [&] {
+        return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen;
+      };
+      if (!spin_until(ready)) {
         std::unique_lock<std::mutex> lk(m_);
-        cv_.wait(lk, [&] { return stop_ || generation_ != seen; });
-        if (stop_) return;
-        seen = generation_;
+        sleepers_.fetch_add(1, std::memory_order_acq_rel);
+        cv_.wait(lk, ready);
+        sleepers_.fetch_sub(1, std::memory_order_acq_rel);
       }
+      if (stop_.load(std::memory_order_acquire)) return;
+      seen = generation_.load(std::memory_order_acquire);
       drain();
-      std::lock_guard<std::mutex> lk(m_);
-      if (--active_ == 0) done_cv_.notify_all();
+      if (active_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lk(m_);  // the caller may be about to sleep: wake it after it has
+        done_cv_.notify_all();
+      }
     }
   }
   std::vector<std::thread> workers_;
@@ -76,18 +121,25 @@ class Pool {
   const std::function<void(size_t)>* job_ = nullptr;
   size_t nchunks_ = 0;
   std::atomic<size_t> next_{0};
-  int active_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  std::atomic<int> active_{0}, sleepers_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
 };
 
+// KILN_NUM_THREADS when set (1..1024), else the CPUs this process may run on (its affinity mask, which
+// containers and taskset narrow), else the hardware's count; at most 64.
 int detect_threads() {
   if (const char* e = std::getenv("KILN_NUM_THREADS")) {
     int n = std::atoi(e);
     if (n >= 1 && n <= 1024) return n;
   }
-  unsigned hc = std::thread::hardware_concurrency();
-  return hc == 0 ? 1 : static_cast<int>(std::min(hc, 64u));
+  unsigned n = std::thread::hardware_concurrency();
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) n = static_cast<unsigned>(CPU_COUNT(&set));
+#endif
+  return n == 0 ? 1 : static_cast<int>(std::min(n, 64u));
 }
 
 Pool& pool() {

@@ -8,8 +8,6 @@ it and renames it into place, so a failed save leaves nothing half written. GGUF
 """
 
 import os
-import secrets
-import zipfile
 
 from . import _core
 from ._core import array
@@ -39,6 +37,7 @@ def _as_array(value, api, what):
 
 def _atomic_write(path, write):
     """Run ``write(binary_file)`` on a fresh temporary file beside ``path``, then rename it over ``path``."""
+    import secrets  # here, not at module level: `import kiln` stays fast
     fd, tmp = None, None
     for _ in range(16):
         tmp = f"{path}.kiln-tmp-{os.getpid()}-{secrets.token_hex(4)}"
@@ -81,6 +80,7 @@ def save(file, arr):
 
 
 def _savez(file, args, kwargs, compressed):
+    import zipfile
     api = "savez_compressed" if compressed else "savez"
     arrays = {}
     for k, v in kwargs.items():
@@ -129,6 +129,7 @@ def _npz_error(where, what):
 
 
 def _load_npz(file):
+    import zipfile
     where = repr(_path(file)) if _is_path(file) else "(file object)"
     try:
         zf = zipfile.ZipFile(_path(file) if _is_path(file) else file, mode="r")

@@ -230,6 +230,7 @@ def results_tables(results):
     for c in results["cases"]:
         meta = c.get("meta") or {}
         m, k, l = c.get("mlx") or {}, c.get("kiln") or {}, c.get("llamacpp") or {}
+        mf = c.get("mlxfile") or {}
         ms, ks, ls = m.get("stat"), k.get("stat"), l.get("stat")
         mt = ms["median"] if ms else None
         kt = ks["median"] if ks else None
@@ -246,13 +247,15 @@ def results_tables(results):
         if m.get("lm_import_s") is not None:
             imp += f" + mlx_lm {fmt_time(m['lm_import_s'])}"
         p_rows.append([c["name"], fmt_time(m.get("ready_s")), imp,
-                       fmt_time(k.get("ready_s")), fmt_time(k.get("import_s")), fmt_time(k.get("import_function_s")),
+                       fmt_time(k.get("ready_s")), fmt_time(k.get("import_s")), fmt_time(mf.get("import_function_s")),
+                       fmt_time(k.get("import_function_s")), fmt_time(mf.get("cold_s")), fmt_time(k.get("cold_s")),
                        fmt_bytes(m.get("peak_rss")), fmt_bytes(k.get("peak_rss")),
                        fmt_bytes(l.get("peak_rss")) if ls else "—", fmt_bytes(meta.get("file_bytes"))])
     timing = md_table(["case", "MLX call", "kiln call", "MLX/kiln", "llama.cpp", "kiln/llama.cpp", "bound",
                        "MLX % of limit", "kiln % of limit", "llama.cpp % of limit", "kiln vs MLX"], t_rows)
     process = md_table(["case", "MLX start→ready", "import mlx", "kiln start→ready", "import kiln",
-                        "import_function", "MLX peak RSS", "kiln peak RSS", "llama.cpp peak RSS", ".mlxfn size"],
+                        "MLX import_function", "kiln import_function", "MLX cold start", "kiln cold start",
+                        "MLX peak RSS", "kiln peak RSS", "llama.cpp peak RSS", ".mlxfn size"],
                        p_rows)
     return timing, process
 
@@ -636,13 +639,14 @@ def run_case(args, py, case, limits, llama_exe, llama_err, notes):
         msg = f"{name}: the exported file lacks {', '.join(meta['missing_primitives'])}"
         log(f"[{name}] WARNING {msg}")
         notes.append(msg)
-    runs = {"mlx": [], "kiln": []}
-    errors = {"mlx": [], "kiln": []}
+    runs = {"mlx": [], "kiln": [], "mlxfile": []}
+    errors = {"mlx": [], "kiln": [], "mlxfile": []}
     child_args = dict(case=name, p=case["p"], dir=d, min_time=args.min_time, max_calls=args.max_calls)
     for r in range(args.repeat):
-        order = ["mlx", "kiln"] if r % 2 == 0 else ["kiln", "mlx"]
+        # mlxfile: MLX imports the same .mlxfn and calls it once (import and cold start, side by side with kiln's)
+        order = ["mlx", "kiln", "mlxfile"] if r % 2 == 0 else ["kiln", "mlx", "mlxfile"]
         for eng in order:
-            if eng in args.skip_engine:
+            if eng in args.skip_engine or (eng == "mlxfile" and "mlx" in args.skip_engine):
                 continue
             res, tail = run_child(py, eng, child_args, args.timeout)
             if res is None:
@@ -650,10 +654,11 @@ def run_case(args, py, case, limits, llama_exe, llama_err, notes):
                 log(f"[{name}] {eng} run {r + 1} FAILED: {tail.strip().splitlines()[-1] if tail.strip() else '?'}")
             else:
                 runs[eng].append(res)
-    for eng in ("mlx", "kiln"):
+    for eng in ("mlx", "kiln", "mlxfile"):
         rs = runs[eng]
         e = dict(runs=rs, errors=errors[eng], stat=summarize([x["median_s"] for x in rs]))
-        for k in ("ready_s", "import_s", "lm_import_s", "import_function_s", "build_s", "first_call_s", "peak_rss", "interp_s"):
+        for k in ("ready_s", "import_s", "lm_import_s", "import_function_s", "build_s", "first_call_s", "cold_s",
+                  "peak_rss", "interp_s"):
             vals = [x.get(k) for x in rs if x.get(k) is not None]
             e[k] = median(vals) if k != "peak_rss" else (max(vals) if vals else None)
         c[eng] = e

@@ -3,6 +3,7 @@
     python compare_child.py export  ARGS_JSON   MLX builds the case, writes fn.mlxfn, inputs, weights, reference outputs
     python compare_child.py mlx     ARGS_JSON   MLX rebuilds the case from the saved weights and times its eager calls
     python compare_child.py kiln    ARGS_JSON   kiln imports fn.mlxfn, times its calls, checks its outputs against MLX's
+    python compare_child.py mlxfile ARGS_JSON   MLX imports fn.mlxfn and calls it once (MLX's import and cold start)
     python compare_child.py gguf    ARGS_JSON   writes a llama GGUF file of the case's shape with random weights
 
 ARGS_JSON: {"case": name, "p": params, "dir": case directory, "min_time": s, "max_calls": n}. The last line a
@@ -403,9 +404,31 @@ def mode_kiln(a):
     except Exception as e:  # the file's structure is informational only
         notes.append(f"info: {e}")
     emit(dict(engine="kiln", interp_s=T_START - spawn_time(), import_s=import_s, import_function_s=import_fn_s,
-              ready_s=ready - spawn_time(), first_call_s=first, calls_s=times, median_s=statistics.median(times),
+              ready_s=ready - spawn_time(), first_call_s=first, cold_s=ready - spawn_time() + first, calls_s=times, median_s=statistics.median(times),
               max_rel_err=max(errs) if errs else 0.0, errs=errs, notes=notes, primitives=prims,
               kiln_version=getattr(kiln, "__version__", "?")))
+
+
+def mode_mlxfile(a):
+    """MLX runs the exported file as kiln does: mx.import_function, then one evaluated call (its cold start)."""
+    t0 = time.time()
+    import mlx.core as mx
+
+    import_s = time.time() - t0
+    paths = case_paths(a["dir"])
+    t1 = time.time()
+    fn = mx.import_function(paths["fn"])
+    import_fn_s = time.time() - t1
+    saved = mx.load(paths["inputs"])
+    inputs = [saved[f"a{i}"] for i in range(len(saved))]
+    mx.eval(inputs)
+    ready = time.time()
+    outs = fn(*inputs)
+    mx.eval(outs)
+    first = time.time() - ready
+    emit(dict(engine="mlxfile", interp_s=T_START - spawn_time(), import_s=import_s, import_function_s=import_fn_s,
+              ready_s=ready - spawn_time(), first_call_s=first, cold_s=ready - spawn_time() + first,
+              median_s=first, mlx_version=mx.__version__))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -486,7 +509,7 @@ def mode_gguf(a):
 
 def main():
     mode, a = sys.argv[1], json.loads(sys.argv[2])
-    {"export": mode_export, "mlx": mode_mlx, "kiln": mode_kiln, "gguf": mode_gguf}[mode](a)
+    {"export": mode_export, "mlx": mode_mlx, "kiln": mode_kiln, "mlxfile": mode_mlxfile, "gguf": mode_gguf}[mode](a)
 
 
 if __name__ == "__main__":

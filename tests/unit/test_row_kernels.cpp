@@ -140,18 +140,18 @@ void check_rows_of(const rows::RowFns& F, const std::string& tag) {
     std::vector<T> y(x.size());
     std::vector<float> scratch(x.size());
     // Softmax: precise (or float) against the exact values; 16-bit without precise against MLX's roundings.
-    f.softmax(x.data(), y.data(), n, true, scratch.data());
+    f.softmax(x.data(), y.data(), n, true, scratch.data(), false);
     close(dbl(y), ref_softmax(xd), tol<T>(), 1e-7, what + " softmax precise");
     if constexpr (!std::is_same_v<T, float>) {
-      f.softmax(x.data(), y.data(), n, false, scratch.data());
+      f.softmax(x.data(), y.data(), n, false, scratch.data(), false);
       close(dbl(y), ref_softmax_lowp(x), 2 * tol<T>(), 1e-7, what + " softmax");
     }
     close({f.logsumexp(x.data(), n)}, {ref_lse(xd)}, 2e-6, 2e-6, what + " logsumexp");
     const std::vector<float> w = randu(static_cast<size_t>(n), 3, 0.5f, 1.5f), b = randu(static_cast<size_t>(n), 4);
     std::vector<double> wd(w.begin(), w.end()), bd(b.begin(), b.end());
-    f.rms_norm(x.data(), w.data(), y.data(), n, 1e-5f);
+    f.rms_norm(x.data(), w.data(), y.data(), n, 1e-5f, false);
     close(dbl(y), ref_rms(xd, wd, 1e-5), 2 * tol<T>(), 1e-6, what + " rms_norm");
-    f.layer_norm(x.data(), w.data(), b.data(), y.data(), n, 1e-5f);
+    f.layer_norm(x.data(), w.data(), b.data(), y.data(), n, 1e-5f, false);
     close(dbl(y), ref_ln(xd, wd, bd, 1e-5), 2 * tol<T>(), 2 * tol<T>(), what + " layer_norm");
   }
 }
@@ -197,13 +197,52 @@ TEST(RowKernels, ExpIsTheExpKernelsBits) {
   }
 }
 
+// The shortened exp for arguments <= 0 gives the same bits as the full one (down to the -88 cutoff).
+TEST(RowKernels, NonPositiveExpIsTheSameBits) {
+  std::vector<float> x = randu(4099, 12, -95.0f, 0.0f);
+  x[0] = 0.0f, x[1] = -0.0f, x[2] = -88.0f, x[3] = -88.00001f, x[4] = -std::numeric_limits<float>::infinity();
+  x[5] = -0.5f * 1.442695f, x[6] = -1e-30f, x[7] = -87.99999f;
+  for (const rows::RowFns* F : builds()) {
+    std::vector<float> a(x.size()), b(x.size());
+    const float sa = F->exp_sum(x.data(), 0.0f, a.data(), static_cast<int64_t>(x.size()));
+    const float sb = F->exp_sum_nonpos(x.data(), 0.0f, b.data(), static_cast<int64_t>(x.size()));
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << "level " << F->level;
+    EXPECT_EQ(sa, sb) << "level " << F->level;
+  }
+}
+
+// Streaming stores (used for outputs larger than the caches) write the same values.
+TEST(RowKernels, StreamedOutputsAreTheSame) {
+  for (const rows::RowFns* F : builds()) {
+    for (int64_t n : {int64_t(4096), int64_t(4097), int64_t(33)}) {
+      std::vector<float> buf1(n + 16), buf2(n + 16);  // 64-byte aligned views into them
+      auto aligned = [](std::vector<float>& v) {
+        return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(v.data()) + 63) & ~uintptr_t(63));
+      };
+      float *y1 = aligned(buf1), *y2 = aligned(buf2);
+      std::vector<float> scratch(n);
+      const std::vector<float> x = randu(n, 13, -5.0f, 5.0f), w = randu(n, 14), b = randu(n, 15);
+      const std::string tag = "level " + std::to_string(F->level) + " n=" + std::to_string(n);
+      F->f32.softmax(x.data(), y1, n, false, nullptr, false);
+      F->f32.softmax(x.data(), y2, n, false, scratch.data(), true);
+      EXPECT_EQ(std::memcmp(y1, y2, n * 4), 0) << tag << " softmax";
+      F->f32.rms_norm(x.data(), w.data(), y1, n, 1e-5f, false);
+      F->f32.rms_norm(x.data(), w.data(), y2, n, 1e-5f, true);
+      EXPECT_EQ(std::memcmp(y1, y2, n * 4), 0) << tag << " rms";
+      F->f32.layer_norm(x.data(), w.data(), b.data(), y1, n, 1e-5f, false);
+      F->f32.layer_norm(x.data(), w.data(), b.data(), y2, n, 1e-5f, true);
+      EXPECT_EQ(std::memcmp(y1, y2, n * 4), 0) << tag << " layer";
+    }
+  }
+}
+
 TEST(RowKernels, NonFiniteRows) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   for (const rows::RowFns* F : builds()) {
     const std::string tag = "level " + std::to_string(F->level);
     std::vector<float> x = randu(37, 5), y(37);
     x[20] = nan;
-    F->f32.softmax(x.data(), y.data(), 37, false, nullptr);
+    F->f32.softmax(x.data(), y.data(), 37, false, nullptr, false);
     for (float v : y) EXPECT_TRUE(std::isnan(v)) << tag;
     EXPECT_TRUE(std::isnan(F->f32.logsumexp(x.data(), 37))) << tag;
     x[20] = inf;
@@ -215,7 +254,7 @@ TEST(RowKernels, NonFiniteRows) {
     std::vector<float> m = randu(21, 6);
     for (int i = 0; i < 21; i += 2) m[i] = -inf;
     std::vector<float> ym(21);
-    F->f32.softmax(m.data(), ym.data(), 21, false, nullptr);
+    F->f32.softmax(m.data(), ym.data(), 21, false, nullptr, false);
     std::vector<double> md(m.begin(), m.end());
     close(std::vector<double>(ym.begin(), ym.end()), ref_softmax(md), 2e-5, 1e-7, tag + " masked");
   }
@@ -294,9 +333,9 @@ TEST(RowKernels, BuildsAgree) {
   for (const rows::RowFns* F : all) {
     std::vector<float> y(x.size()), r(x.size()), l(x.size());
     for (int k = 0; k < 3; ++k) {
-      F->f32.softmax(x.data() + k * 4097, y.data() + k * 4097, 4097, false, nullptr);
-      F->f32.rms_norm(x.data() + k * 4097, w.data(), r.data() + k * 4097, 4097, 1e-6f);
-      F->f32.layer_norm(x.data() + k * 4097, w.data(), b.data(), l.data() + k * 4097, 4097, 1e-6f);
+      F->f32.softmax(x.data() + k * 4097, y.data() + k * 4097, 4097, false, nullptr, false);
+      F->f32.rms_norm(x.data() + k * 4097, w.data(), r.data() + k * 4097, 4097, 1e-6f, false);
+      F->f32.layer_norm(x.data() + k * 4097, w.data(), b.data(), l.data() + k * 4097, 4097, 1e-6f, false);
     }
     sm.push_back(y);
     rm.push_back(r);

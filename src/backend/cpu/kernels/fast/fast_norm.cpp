@@ -65,12 +65,13 @@ void rms_kernel(const std::vector<array>& in, array& out, float eps) {
   out.alloc();
   T* o = out.data<T>();
   const bool contiguous = R.x.row_contiguous();
+  const bool stream = out.nbytes() >= rows::kStreamBytes;
   if constexpr (!std::is_same_v<T, double>) {
     const auto& f = rows::of<T>(rows::row_fns());
     cpu::parallel_for(static_cast<size_t>(R.n), R.grain, [&](size_t b, size_t e) {
       for (size_t r = b; r < e; ++r) {
         const int64_t ri = static_cast<int64_t>(r);
-        f.rms_norm(R.x.data<T>() + (contiguous ? ri * D : row_offset(R.x, ri)), w.data(), o + ri * D, D, eps);
+        f.rms_norm(R.x.data<T>() + (contiguous ? ri * D : row_offset(R.x, ri)), w.data(), o + ri * D, D, eps, stream);
       }
     });
   } else {
@@ -95,13 +96,14 @@ void layer_kernel(const std::vector<array>& in, array& out, float eps) {
   out.alloc();
   T* o = out.data<T>();
   const bool contiguous = R.x.row_contiguous();
+  const bool stream = out.nbytes() >= rows::kStreamBytes;
   if constexpr (!std::is_same_v<T, double>) {
     const auto& f = rows::of<T>(rows::row_fns());
     cpu::parallel_for(static_cast<size_t>(R.n), R.grain, [&](size_t b, size_t e) {
       for (size_t r = b; r < e; ++r) {
         const int64_t ri = static_cast<int64_t>(r);
         f.layer_norm(R.x.data<T>() + (contiguous ? ri * D : row_offset(R.x, ri)), w.data(), bias.data(),
-                     o + ri * D, D, eps);
+                     o + ri * D, D, eps, stream);
       }
     });
   } else {

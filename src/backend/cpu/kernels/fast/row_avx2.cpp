@@ -74,6 +74,29 @@ struct V {
   }
   static R nan_acc(R acc, R x) { return _mm256_or_ps(acc, _mm256_cmp_ps(x, x, _CMP_UNORD_Q)); }
   static bool any_nan(R acc) { return _mm256_movemask_ps(acc) != 0; }
+  // Streaming (non-temporal) store of a 32-byte aligned vector, and the fence that orders them.
+  static constexpr int kStreamAlign = 32;
+  static void stream(float* p, R v) { _mm256_stream_ps(p, v); }
+  static void fence() { _mm_sfence(); }
+  // exp for x <= 0 (or -inf), never NaN: the same bits as exp() with the steps that cannot apply dropped
+  // (the upper clamp; truncation already rounds t <= 0 up, so only the lower correction remains).
+  static R exp_neg(R x0) {
+    const R t = _mm256_mul_ps(_mm256_max_ps(x0, set1(-88.0f)), set1(1.442695f));
+    __m256i i = _mm256_cvttps_epi32(t);
+    const R fr = _mm256_sub_ps(t, _mm256_cvtepi32_ps(i));
+    i = _mm256_add_epi32(i, _mm256_castps_si256(_mm256_cmp_ps(fr, set1(-0.5f), _CMP_LT_OQ)));
+    const R f = _mm256_sub_ps(t, _mm256_cvtepi32_ps(i));
+    R p = set1(1.535336188319500e-4f);
+    p = _mm256_fmadd_ps(p, f, set1(1.339887440266574e-3f));
+    p = _mm256_fmadd_ps(p, f, set1(9.618437357674640e-3f));
+    p = _mm256_fmadd_ps(p, f, set1(5.550332471162809e-2f));
+    p = _mm256_fmadd_ps(p, f, set1(2.402264791363012e-1f));
+    p = _mm256_fmadd_ps(p, f, set1(6.931472028550421e-1f));
+    p = _mm256_fmadd_ps(p, f, set1(1.0f));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(i, _mm256_set1_epi32(127)), 23);
+    const R r = _mm256_mul_ps(_mm256_castsi256_ps(e), p);
+    return _mm256_and_ps(r, _mm256_cmp_ps(x0, set1(-88.0f), _CMP_NLT_UQ));
+  }
   // MLX's exp, step for step as the element-wise Exp kernels (same bits).
   static R exp(R x0) {
     const R xc = _mm256_min_ps(_mm256_max_ps(x0, set1(-88.0f)), set1(88.0f));  // NaN -> -88

@@ -70,6 +70,29 @@ struct V {
                                                      _mm512_set1_epi32(-1)));
   }
   static bool any_nan(R acc) { return _mm512_test_epi32_mask(_mm512_castps_si512(acc), _mm512_castps_si512(acc)) != 0; }
+  // Streaming (non-temporal) store of a 64-byte aligned vector, and the fence that orders them.
+  static constexpr int kStreamAlign = 64;
+  static void stream(float* p, R v) { _mm512_stream_ps(p, v); }
+  static void fence() { _mm_sfence(); }
+  // exp for x <= 0 (or -inf), never NaN: the same bits as exp() with the steps that cannot apply dropped
+  // (the upper clamp; truncation already rounds t <= 0 up, so only the lower correction remains).
+  static R exp_neg(R x0) {
+    const R t = _mm512_mul_ps(_mm512_max_ps(x0, set1(-88.0f)), set1(1.442695f));
+    __m512i i = _mm512_cvttps_epi32(t);
+    const R fr = _mm512_sub_ps(t, _mm512_cvtepi32_ps(i));
+    i = _mm512_mask_sub_epi32(i, _mm512_cmp_ps_mask(fr, set1(-0.5f), _CMP_LT_OQ), i, _mm512_set1_epi32(1));
+    const R f = _mm512_sub_ps(t, _mm512_cvtepi32_ps(i));
+    R p = set1(1.535336188319500e-4f);
+    p = _mm512_fmadd_ps(p, f, set1(1.339887440266574e-3f));
+    p = _mm512_fmadd_ps(p, f, set1(9.618437357674640e-3f));
+    p = _mm512_fmadd_ps(p, f, set1(5.550332471162809e-2f));
+    p = _mm512_fmadd_ps(p, f, set1(2.402264791363012e-1f));
+    p = _mm512_fmadd_ps(p, f, set1(6.931472028550421e-1f));
+    p = _mm512_fmadd_ps(p, f, set1(1.0f));
+    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(i, _mm512_set1_epi32(127)), 23);
+    const R r = _mm512_mul_ps(_mm512_castsi512_ps(e), p);
+    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x0, set1(-88.0f), _CMP_NLT_UQ), r);
+  }
   // MLX's exp, step for step as the element-wise Exp kernels (same bits).
   static R exp(R x0) {
     const R xc = _mm512_min_ps(_mm512_max_ps(x0, set1(-88.0f)), set1(88.0f));  // NaN -> -88

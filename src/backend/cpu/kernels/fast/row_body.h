@@ -95,8 +95,15 @@ float row_max_nan(const T* x, int64_t n) {
   return V::hmax(V::max(a0, a1));
 }
 
+// exp, or exp_neg where every argument is known to be <= 0 and not NaN (the same bits).
+template <bool Neg>
+inline typename V::R vexp(typename V::R v) {
+  if constexpr (Neg) return V::exp_neg(v);
+  else return V::exp(v);
+}
+
 // y = exp(x - shift) (skipped when y is null); returns the sum of the exponentials.
-template <typename T>
+template <bool Neg, typename T>
 float row_exp_sum(const T* x, float shift, float* y, int64_t n) {
   using R = typename V::R;
   constexpr int W = V::W;
@@ -104,8 +111,8 @@ float row_exp_sum(const T* x, float shift, float* y, int64_t n) {
   R s0 = V::set1(0.0f), s1 = s0;
   int64_t i = 0;
   for (; i + 2 * W <= n; i += 2 * W) {
-    const R e0 = V::exp(V::sub(ld(x + i), sh));
-    const R e1 = V::exp(V::sub(ld(x + i + W), sh));
+    const R e0 = vexp<Neg>(V::sub(ld(x + i), sh));
+    const R e1 = vexp<Neg>(V::sub(ld(x + i + W), sh));
     if (y) {
       V::store(y + i, e0);
       V::store(y + i + W, e1);
@@ -114,7 +121,7 @@ float row_exp_sum(const T* x, float shift, float* y, int64_t n) {
     s1 = V::add(s1, e1);
   }
   for (; i + W <= n; i += W) {
-    const R e0 = V::exp(V::sub(ld(x + i), sh));
+    const R e0 = vexp<Neg>(V::sub(ld(x + i), sh));
     if (y) V::store(y + i, e0);
     s0 = V::add(s0, e0);
   }
@@ -130,27 +137,56 @@ float row_exp_sum(const T* x, float shift, float* y, int64_t n) {
   return s;
 }
 
-// y = T(src · a) for float src.
-template <typename T>
-void row_store_scaled(const float* src, float a, T* y, int64_t n) {
+// Writes y[0..n): full(i) gives the vector at i, tail(i) writes the last n - i < W values. With
+// `stream`, float rows aligned for it are written with non-temporal stores (large outputs: no read of
+// the destination, no eviction of the inputs).
+template <typename T, typename Full, typename Tail>
+inline void emit(T* y, int64_t n, bool stream, Full&& full, Tail&& tail) {
   constexpr int W = V::W;
-  const typename V::R av = V::set1(a);
   int64_t i = 0;
-  for (; i + W <= n; i += W) st(y + i, V::mul(V::load(src + i), av));
-  if (i < n) st_tail(y + i, V::mul(ld_tail(src + i, n - i, 0.0f), av), n - i);
+  if constexpr (std::is_same_v<T, float> && V::kStreamAlign > 0) {
+    if (stream && reinterpret_cast<uintptr_t>(y) % V::kStreamAlign == 0) {
+      for (; i + W <= n; i += W) V::stream(y + i, full(i));
+      if (i < n) tail(i);
+      V::fence();
+      return;
+    }
+  }
+  for (; i + W <= n; i += W) st(y + i, full(i));
+  if (i < n) tail(i);
 }
 
+// y = T(src · a) for float src.
 template <typename T>
-void softmax_row(const T* x, T* y, int64_t n, bool precise, float* scratch) {
+void row_store_scaled(const float* src, float a, T* y, int64_t n, bool stream = false) {
+  const typename V::R av = V::set1(a);
+  emit(
+      y, n, stream, [&](int64_t i) { return V::mul(V::load(src + i), av); },
+      [&](int64_t i) { st_tail(y + i, V::mul(ld_tail(src + i, n - i, 0.0f), av), n - i); });
+}
+
+// Softmax: the maximum (one pass, NaN noted), the exponentials and their sum (kept in y, or in
+// `scratch` when the output is streamed), then the scaled output.
+template <typename T>
+void softmax_row(const T* x, T* y, int64_t n, bool precise, float* scratch, bool stream) {
   if (n <= 0) return;
-  const float mx = row_max(x, n);
+  const float mx = row_max_nan(x, n);
+  // x - max <= 0 everywhere unless the row has a NaN or an infinite maximum.
+  const bool neg = std::isfinite(mx);
+  auto exp_sum = [&](float* dst) {
+    return neg ? row_exp_sum<true>(x, mx, dst, n) : row_exp_sum<false>(x, mx, dst, n);
+  };
   if constexpr (std::is_same_v<T, float>) {
     (void)precise;
-    (void)scratch;
-    const float s = row_exp_sum(x, mx, y, n);
-    row_store_scaled(y, 1.0f / s, y, n);
+    if (stream && scratch) {
+      const float s = exp_sum(scratch);
+      row_store_scaled(scratch, 1.0f / s, y, n, true);
+    } else {
+      const float s = exp_sum(y);
+      row_store_scaled(y, 1.0f / s, y, n);
+    }
   } else if (precise) {
-    const float s = row_exp_sum(x, mx, scratch, n);
+    const float s = exp_sum(scratch);
     row_store_scaled(scratch, 1.0f / s, y, n);
   } else {
     // MLX's 16-bit softmax: x - max, each exponential and the running (sequential) sum rounded to T.
@@ -173,7 +209,7 @@ template <typename T>
 float logsumexp_row(const T* x, int64_t n) {
   const float mx = row_max_nan(x, n);
   if (std::isinf(mx) || std::isnan(mx)) return mx;
-  return std::log(row_exp_sum(x, mx, static_cast<float*>(nullptr), n)) + mx;
+  return std::log(row_exp_sum<true>(x, mx, static_cast<float*>(nullptr), n)) + mx;
 }
 
 template <typename T>
@@ -220,38 +256,40 @@ float sum_row(const T* x, int64_t n) {
 }
 
 template <typename T>
-void rms_row(const T* x, const float* w, T* y, int64_t n, float eps) {
+void rms_row(const T* x, const float* w, T* y, int64_t n, float eps, bool stream) {
   using R = typename V::R;
-  constexpr int W = V::W;
   if (n <= 0) return;
   const float inv = 1.0f / std::sqrt(sum_sq(x, n, 0.0f) / static_cast<float>(n) + eps);
   const R iv = V::set1(inv);
-  int64_t i = 0;
-  for (; i + W <= n; i += W) st(y + i, V::mul(V::load(w + i), rnd<T>(V::mul(ld(x + i), iv))));
-  if (i < n) {
-    st_tail(y + i, V::mul(ld_tail(w + i, n - i, 0.0f), rnd<T>(V::mul(ld_tail(x + i, n - i, 0.0f), iv))), n - i);
-  }
+  emit(
+      y, n, stream, [&](int64_t i) { return V::mul(V::load(w + i), rnd<T>(V::mul(ld(x + i), iv))); },
+      [&](int64_t i) {
+        const int64_t k = n - i;
+        st_tail(y + i, V::mul(ld_tail(w + i, k, 0.0f), rnd<T>(V::mul(ld_tail(x + i, k, 0.0f), iv))), k);
+      });
 }
 
 template <typename T>
-void layer_row(const T* x, const float* w, const float* b, T* y, int64_t n, float eps) {
+void layer_row(const T* x, const float* w, const float* b, T* y, int64_t n, float eps, bool stream) {
   using R = typename V::R;
-  constexpr int W = V::W;
   if (n <= 0) return;
   const float mean = sum_row(x, n) / static_cast<float>(n);
   const float inv = 1.0f / std::sqrt(sum_sq(x, n, mean) / static_cast<float>(n) + eps);
   const R iv = V::set1(inv), mv = V::set1(mean);
   auto out = [&](R xv, R wv, R bv) { return V::add(rnd<T>(V::mul(rnd<T>(V::mul(V::sub(xv, mv), iv)), wv)), bv); };
-  int64_t i = 0;
-  for (; i + W <= n; i += W) st(y + i, out(ld(x + i), V::load(w + i), V::load(b + i)));
-  if (i < n) {
-    const int64_t k = n - i;
-    st_tail(y + i, out(ld_tail(x + i, k, 0.0f), ld_tail(w + i, k, 0.0f), ld_tail(b + i, k, 0.0f)), k);
-  }
+  emit(
+      y, n, stream, [&](int64_t i) { return out(ld(x + i), V::load(w + i), V::load(b + i)); },
+      [&](int64_t i) {
+        const int64_t k = n - i;
+        st_tail(y + i, out(ld_tail(x + i, k, 0.0f), ld_tail(w + i, k, 0.0f), ld_tail(b + i, k, 0.0f)), k);
+      });
 }
 
 float max_f32(const float* x, int64_t n) { return row_max(x, n); }
-float exp_sum_f32(const float* x, float shift, float* y, int64_t n) { return row_exp_sum(x, shift, y, n); }
+float exp_sum_f32(const float* x, float shift, float* y, int64_t n) { return row_exp_sum<false>(x, shift, y, n); }
+float exp_sum_nonpos_f32(const float* x, float shift, float* y, int64_t n) {
+  return row_exp_sum<true>(x, shift, y, n);
+}
 void scale_f32(float* y, float a, int64_t n) { row_store_scaled(y, a, y, n); }
 void axpy_f32(float a, const float* x, float* y, int64_t n) {
   constexpr int W = V::W;
@@ -267,6 +305,6 @@ RowFnsOf<T> fns_of() {
 }
 
 RowFns make_fns(int level) {
-  return {fns_of<float>(), fns_of<float16_t>(), fns_of<bfloat16_t>(), max_f32, exp_sum_f32, scale_f32, axpy_f32,
-          level};
+  return {fns_of<float>(), fns_of<float16_t>(), fns_of<bfloat16_t>(), max_f32, exp_sum_f32, exp_sum_nonpos_f32,
+          scale_f32, axpy_f32, level};
 }

@@ -10,7 +10,9 @@
 // sums, so their order (and last bit) differs between the three builds.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "kiln/dtype.h"
 
@@ -20,15 +22,16 @@ template <typename T>
 struct RowFnsOf {
   // y = softmax(x) over n values. Without `precise`, 16-bit rows round each intermediate (x - max,
   // each exponential, the running sum, its reciprocal) to T as MLX does; float rows ignore the flag.
-  // `scratch` holds n floats (unused for float rows: y is the scratch).
-  void (*softmax)(const T* x, T* y, int64_t n, bool precise, float* scratch);
+  // `scratch` holds n floats (float rows may pass null: y is then the scratch). `stream`: write y with
+  // non-temporal stores where possible (outputs much larger than the caches).
+  void (*softmax)(const T* x, T* y, int64_t n, bool precise, float* scratch, bool stream);
   // log(sum(exp(x))) computed in float: max + log(sum(exp(x - max))); NaN if any x is NaN; the maximum
   // itself when it is infinite (so a row of -inf gives -inf); -inf for n == 0.
   float (*logsumexp)(const T* x, int64_t n);
   // y = w · T(x · inv) with inv = 1 / sqrt(mean(x²) + eps); w holds n floats.
-  void (*rms_norm)(const T* x, const float* w, T* y, int64_t n, float eps);
+  void (*rms_norm)(const T* x, const float* w, T* y, int64_t n, float eps, bool stream);
   // y = T(T(T((x - mean) · inv) · w) + b) with inv = 1 / sqrt(mean((x - mean)²) + eps).
-  void (*layer_norm)(const T* x, const float* w, const float* b, T* y, int64_t n, float eps);
+  void (*layer_norm)(const T* x, const float* w, const float* b, T* y, int64_t n, float eps, bool stream);
 };
 
 struct RowFns {
@@ -39,6 +42,9 @@ struct RowFns {
   // 0, NaN lanes ignored), and y = exp(x - shift) returning the sum of y (in place allowed).
   float (*max)(const float* x, int64_t n);
   float (*exp_sum)(const float* x, float shift, float* y, int64_t n);
+  // The same where every x - shift is <= 0 and no x is NaN (the softmax rows' case): the same bits,
+  // fewer steps.
+  float (*exp_sum_nonpos)(const float* x, float shift, float* y, int64_t n);
   // y = y · a (in place), and y += a · x.
   void (*scale)(float* y, float a, int64_t n);
   void (*axpy)(float a, const float* x, float* y, int64_t n);
@@ -51,6 +57,9 @@ inline const RowFnsOf<T>& of(const RowFns& f) {
   else if constexpr (std::is_same_v<T, float16_t>) return f.f16;
   else return f.bf16;
 }
+
+// Outputs at least this large are written with streaming stores (about the size of the last-level cache).
+inline constexpr size_t kStreamBytes = size_t(32) << 20;
 
 // The loops to use now.
 const RowFns& row_fns();

@@ -41,6 +41,10 @@ struct V {
   static float hmax(R v) { return v; }
   static R nan_acc(R acc, R x) { return x != x ? x : acc; }
   static bool any_nan(R acc) { return acc != acc; }
+  static constexpr int kStreamAlign = 0;  // no streaming stores
+  static void stream(float* p, R v) { *p = v; }
+  static void fence() {}
+  static R exp_neg(R x0) { return exp(x0); }
   // MLX's exp: 2^(x·log2 e) as an integer power of two times a degree-6 polynomial of the fraction.
   static R exp(R x0) {
     float xc = x0 > 88.0f ? 88.0f : x0;

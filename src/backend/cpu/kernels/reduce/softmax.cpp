@@ -82,10 +82,13 @@ void reduce::softmax_cpu(const Node& node, const std::vector<array>& in, std::ve
       });
     } else {
       const auto& f = fastk::rows::of<T>(fastk::rows::row_fns());
+      // Streaming stores (which the norms use for large outputs) measured no faster here: the
+      // exponentials, not the writes, bound the loop.
+      const bool stream = false;
       cpu::parallel_for(static_cast<size_t>(rows), grain, [&](size_t b, size_t e) {
-        std::vector<float> scratch(std::is_same_v<T, float> ? 0 : static_cast<size_t>(m));
+        std::vector<float> scratch(std::is_same_v<T, float> && !stream ? 0 : static_cast<size_t>(m));
         for (size_t r = b; r < e; ++r) {
-          f.softmax(X.row<T>(static_cast<int64_t>(r)), dst + r * m, m, precise, scratch.data());
+          f.softmax(X.row<T>(static_cast<int64_t>(r)), dst + r * m, m, precise, scratch.data(), stream);
         }
       });
     }

@@ -354,6 +354,76 @@ TEST(RowKernels, BuildsAgree) {
   }
 }
 
+// ---------------------------------------------------------------- rotary embeddings
+
+// The rope loop of each build against double arithmetic on the same angles, both layouts, both
+// directions, odd half sizes.
+template <typename T>
+void check_rope_of(const rows::RowFns& F, const std::string& tag) {
+  for (int64_t half : {1, 3, 17, 64, 65}) {
+    const std::vector<T> x = as<T>(randu(static_cast<size_t>(2 * half), 61));
+    const std::vector<float> c = randu(static_cast<size_t>(half), 62, -1.0f, 1.0f), s = randu(static_cast<size_t>(half), 63, -1.0f, 1.0f);
+    for (bool trad : {false, true}) {
+      for (bool fwd : {true, false}) {
+        std::vector<T> y(x.size());
+        rows::of<T>(F).rope(x.data(), c.data(), s.data(), y.data(), half, trad, fwd);
+        std::vector<double> want(x.size());
+        for (int64_t i = 0; i < half; ++i) {
+          const int64_t j1 = trad ? 2 * i : i, j2 = trad ? j1 + 1 : i + half;
+          const double x1 = static_cast<float>(x[j1]), x2 = static_cast<float>(x[j2]);
+          want[j1] = fwd ? x1 * c[i] - x2 * s[i] : x2 * s[i] + x1 * c[i];
+          want[j2] = fwd ? x1 * s[i] + x2 * c[i] : x2 * c[i] - x1 * s[i];
+        }
+        close(dbl(y), want, tol<T>(), 1e-6,
+              tag + " half=" + std::to_string(half) + (trad ? " traditional" : "") + (fwd ? "" : " backward"));
+      }
+    }
+  }
+}
+
+TEST(RowKernels, RopeEachBuild) {
+  for (const rows::RowFns* F : builds()) {
+    const std::string tag = "level " + std::to_string(F->level);
+    check_rope_of<float>(*F, tag + " float32");
+    check_rope_of<float16_t>(*F, tag + " float16");
+    check_rope_of<bfloat16_t>(*F, tag + " bfloat16");
+  }
+}
+
+// Through the op (angles from base, an offset, dims < D so a tail is copied, a transposed input), each
+// level forced: against double arithmetic.
+TEST(RowKernels, RopeOpEachLevel) {
+  const int B = 2, H = 3, L = 5, D = 40, dims = 34, off = 3;
+  const float base = 10000.0f, scale = 0.5f;
+  for (const rows::RowFns* F : builds()) {
+    ForceIsa force(F->level);
+    for (mx::Dtype t : {mx::float32, mx::float16, mx::bfloat16}) {
+      mx::array x0 = rand_array({B, L, H, D}, t, 64);
+      mx::array x = mx::transpose(x0, {0, 2, 1, 3});  // (B, H, L, D), not row contiguous
+      const std::vector<double> xv = vals(x);
+      for (bool trad : {false, true}) {
+        std::vector<double> want(xv.size());
+        const int half = dims / 2;
+        for (int r = 0; r < B * H * L; ++r) {
+          const int pos = r % L;
+          const double* xr = xv.data() + static_cast<size_t>(r) * D;
+          double* wr = want.data() + static_cast<size_t>(r) * D;
+          for (int i = 0; i < half; ++i) {
+            const double inv = std::exp(-static_cast<double>(i) * std::log(double(base)) / half);
+            const double th = (pos + off) * double(scale) * inv;
+            const int j1 = trad ? 2 * i : i, j2 = trad ? j1 + 1 : i + half;
+            wr[j1] = xr[j1] * std::cos(th) - xr[j2] * std::sin(th);
+            wr[j2] = xr[j1] * std::sin(th) + xr[j2] * std::cos(th);
+          }
+          for (int j = dims; j < D; ++j) wr[j] = xr[j];
+        }
+        expect_close(mx::fast::rope(x, dims, trad, base, scale, off), want, 2 * tol_for(t), 2 * tol_for(t),
+                     "level " + std::to_string(F->level) + " " + mx::dtype_name(t) + (trad ? " traditional" : ""));
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------- attention (tiled, online softmax)
 
 // softmax(scale · q kᵀ + mask) v in double, one (batch, head, query) at a time. mask: none (0), causal

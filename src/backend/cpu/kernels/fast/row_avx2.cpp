@@ -22,6 +22,9 @@ namespace kiln::fastk::rows {
 #else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
+// No fused multiply-adds but the explicit ones: GCC would otherwise fuse the intrinsics' products and
+// sums, and the results would differ from the portable build's.
+#pragma GCC optimize("fp-contract=off")
 #endif
 
 namespace {
@@ -121,6 +124,9 @@ struct V {
   }
 };
 
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
 #include "backend/cpu/kernels/fast/row_body.h"
 
 }  // namespace

@@ -145,7 +145,7 @@ inline void emit(T* y, int64_t n, bool stream, Full&& full, Tail&& tail) {
   constexpr int W = V::W;
   int64_t i = 0;
   if constexpr (std::is_same_v<T, float> && V::kStreamAlign > 0) {
-    if (stream && reinterpret_cast<uintptr_t>(y) % V::kStreamAlign == 0) {
+    if (stream && reinterpret_cast<uintptr_t>(y) % (V::kStreamAlign > 0 ? V::kStreamAlign : 1) == 0) {
       for (; i + W <= n; i += W) V::stream(y + i, full(i));
       if (i < n) tail(i);
       V::fence();
@@ -285,6 +285,42 @@ void layer_row(const T* x, const float* w, const float* b, T* y, int64_t n, floa
       });
 }
 
+template <typename T>
+void rope_row(const T* x, const float* c, const float* s, T* y, int64_t half, bool traditional, bool forward) {
+  using R = typename V::R;
+  constexpr int W = V::W;
+  auto rot = [forward](R x1, R x2, R cv, R sv, R& y1, R& y2) {
+    if (forward) {
+      y1 = V::sub(V::mul(x1, cv), V::mul(x2, sv));
+      y2 = V::add(V::mul(x1, sv), V::mul(x2, cv));
+    } else {
+      y1 = V::add(V::mul(x2, sv), V::mul(x1, cv));
+      y2 = V::sub(V::mul(x2, cv), V::mul(x1, sv));
+    }
+  };
+  int64_t i = 0;
+  if (!traditional) {
+    for (; i + W <= half; i += W) {
+      R y1, y2;
+      rot(ld(x + i), ld(x + half + i), V::load(c + i), V::load(s + i), y1, y2);
+      st(y + i, y1);
+      st(y + half + i, y2);
+    }
+  }
+  // The traditional (interleaved) pairs and the tail, one pair at a time with the same arithmetic.
+  for (; i < half; ++i) {
+    const int64_t j1 = traditional ? 2 * i : i, j2 = traditional ? j1 + 1 : i + half;
+    const float x1 = static_cast<float>(x[j1]), x2 = static_cast<float>(x[j2]);
+    if (forward) {
+      y[j1] = T(x1 * c[i] - x2 * s[i]);
+      y[j2] = T(x1 * s[i] + x2 * c[i]);
+    } else {
+      y[j1] = T(x2 * s[i] + x1 * c[i]);
+      y[j2] = T(x2 * c[i] - x1 * s[i]);
+    }
+  }
+}
+
 float max_f32(const float* x, int64_t n) { return row_max(x, n); }
 float exp_sum_f32(const float* x, float shift, float* y, int64_t n) { return row_exp_sum<false>(x, shift, y, n); }
 float exp_sum_nonpos_f32(const float* x, float shift, float* y, int64_t n) {
@@ -301,7 +337,7 @@ void axpy_f32(float a, const float* x, float* y, int64_t n) {
 
 template <typename T>
 RowFnsOf<T> fns_of() {
-  return {softmax_row<T>, logsumexp_row<T>, rms_row<T>, layer_row<T>};
+  return {softmax_row<T>, logsumexp_row<T>, rms_row<T>, layer_row<T>, rope_row<T>};
 }
 
 RowFns make_fns(int level) {

@@ -32,6 +32,10 @@ struct RowFnsOf {
   void (*rms_norm)(const T* x, const float* w, T* y, int64_t n, float eps, bool stream);
   // y = T(T(T((x - mean) · inv) · w) + b) with inv = 1 / sqrt(mean((x - mean)²) + eps).
   void (*layer_norm)(const T* x, const float* w, const float* b, T* y, int64_t n, float eps, bool stream);
+  // Rotary embedding of the first 2·half values of a row with angles cos c[i], sin s[i]: pairs
+  // (x[i], x[i + half]), or (x[2i], x[2i + 1]) when `traditional`; rotated back when !forward. Each
+  // output is T(x1 · c ∓ x2 · s) etc. in float, without fused multiply-adds (the scalar kernel's bits).
+  void (*rope)(const T* x, const float* c, const float* s, T* y, int64_t half, bool traditional, bool forward);
 };
 
 struct RowFns {

@@ -69,6 +69,9 @@ struct V {
   }
 };
 
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
 #include "backend/cpu/kernels/fast/row_body.h"
 
 std::atomic<int> g_cap{-1};

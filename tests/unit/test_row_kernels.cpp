@@ -430,7 +430,8 @@ TEST(RowKernels, RopeOpEachLevel) {
 // (1, aligned to the bottom-right), additive array (2, (L_q, L_k)) or bool array (3, (L_q, L_k)).
 std::vector<double> ref_attention(const std::vector<double>& q, const std::vector<double>& k,
                                   const std::vector<double>& v, int B, int Hq, int Hk, int Lq, int Lk, int D, int Dv,
-                                  double scale, int mode, const std::vector<double>& mask) {
+                                  double scale, int mode, const std::vector<double>& mask,
+                                  const std::vector<double>* sinks = nullptr, std::vector<double>* lse = nullptr) {
   std::vector<double> o(static_cast<size_t>(B) * Hq * Lq * Dv);
   std::vector<double> s(Lk);
   const int off = Lk - Lq;
@@ -451,8 +452,10 @@ std::vector<double> ref_attention(const std::vector<double>& q, const std::vecto
           s[j] = d;
           mx = std::max(mx, d);
         }
-        double tot = 0;
+        if (sinks) mx = std::max(mx, (*sinks)[h]);
+        double tot = sinks ? std::exp((*sinks)[h] - mx) : 0.0;
         for (int j = 0; j < Lk; ++j) tot += (s[j] = std::exp(s[j] - mx));
+        if (lse) lse->push_back(mx + std::log(tot));
         for (int c = 0; c < Dv; ++c) {
           double acc = 0;
           for (int j = 0; j < Lk; ++j) acc += s[j] * v[((static_cast<size_t>(b) * Hk + hk) * Lk + j) * Dv + c];
@@ -463,30 +466,31 @@ std::vector<double> ref_attention(const std::vector<double>& q, const std::vecto
   return o;
 }
 
-// T in {1, 7, 64, 257, 1024} (and 1300: a partial last key block) with grouped-query heads, every mask
-// kind and float32 / 16-bit types; the long cases take the blocked BLAS path (several key blocks).
+// T in {1, 7, 64, 257, 1024} with grouped-query heads, every mask kind and float32 / 16-bit types, and
+// 64 queries over 5000 / 4500 keys: the blocked BLAS path with several key blocks, the last partial.
 TEST(RowKernels, AttentionTiledAgainstReference) {
   struct Case {
     int T, D;
     mx::Dtype t;
+    int Lk = 0;  // keys when not T
   };
-  const std::vector<Case> cases = {{1, 64, mx::float32},   {7, 64, mx::float32},    {64, 64, mx::float32},
-                                   {257, 64, mx::float32}, {1024, 64, mx::float32}, {1300, 32, mx::float32},
-                                   {257, 64, mx::float16}, {1024, 64, mx::bfloat16}};
+  const std::vector<Case> cases = {{1, 64, mx::float32},    {7, 64, mx::float32},    {64, 64, mx::float32},
+                                   {257, 64, mx::float32},  {1024, 64, mx::float32}, {257, 64, mx::float16},
+                                   {1024, 64, mx::bfloat16}, {64, 64, mx::float32, 5000}, {64, 64, mx::bfloat16, 4500}};
   for (const Case& c : cases) {
     const int B = 1, Hq = c.T >= 1024 ? 2 : 4, Hk = c.T >= 1024 ? 1 : 2, Dv = c.D;
-    const int Lq = c.T, Lk = c.T;
+    const int Lq = c.T, Lk = c.Lk ? c.Lk : c.T;
     mx::array q = rand_array({B, Hq, Lq, c.D}, c.t, 51, -1.0f, 1.0f);
     mx::array k = rand_array({B, Hk, Lk, c.D}, c.t, 52, -1.0f, 1.0f);
     mx::array v = rand_array({B, Hk, Lk, Dv}, c.t, 53);
     mx::array madd = rand_array({Lq, Lk}, c.t, 54, -2.0f, 0.0f);
     mx::array mbool = mx::greater(rand_array({Lq, Lk}, mx::float32, 55, 0.0f, 1.0f), mx::array(0.3f));
     // Keep the diagonal visible so no row is fully masked.
-    mbool = mx::logical_or(mbool, mx::eye(Lq, Lk, 0, mx::bool_));
+    mbool = mx::logical_or(mbool, mx::eye(Lq, Lk, Lk - Lq, mx::bool_));
     const std::vector<double> qv = vals(q), kv = vals(k), vv = vals(v), ma = vals(madd), mb = vals(mbool);
     const double scale = 1.0 / std::sqrt(static_cast<double>(c.D));
     const double rt = c.t == mx::float32 ? 2e-4 : c.t == mx::float16 ? 1e-2 : 4e-2;
-    const std::string what = "T=" + std::to_string(c.T) + " " + mx::dtype_name(c.t);
+    const std::string what = "T=" + std::to_string(c.T) + " Lk=" + std::to_string(Lk) + " " + mx::dtype_name(c.t);
     for (int mode = 0; mode < 4; ++mode) {
       if (c.T >= 1024 && mode >= 2 && c.t != mx::float32) continue;  // the long 16-bit case: no/causal mask only
       std::vector<double> want = ref_attention(qv, kv, vv, B, Hq, Hk, Lq, Lk, c.D, Dv, static_cast<float>(scale),
@@ -497,6 +501,25 @@ TEST(RowKernels, AttentionTiledAgainstReference) {
                                                              mode == 2 ? madd : mbool);
       expect_close(o, want, rt, rt, what + " mode " + std::to_string(mode));
     }
+  }
+}
+
+// Sinks and the logsumexp output through the blocked path (several key blocks).
+TEST(RowKernels, AttentionTiledSinksAndLogsumexp) {
+  const int B = 1, Hq = 4, Hk = 2, Lq = 64, Lk = 4200, D = 64;
+  mx::array q = rand_array({B, Hq, Lq, D}, mx::float32, 71, -1.0f, 1.0f);
+  mx::array k = rand_array({B, Hk, Lk, D}, mx::float32, 72, -1.0f, 1.0f);
+  mx::array v = rand_array({B, Hk, Lk, D}, mx::float32, 73);
+  mx::array sinks = rand_array({Hq}, mx::float32, 74, -1.0f, 3.0f);
+  const std::vector<double> sv = vals(sinks);
+  for (int mode : {0, 1}) {
+    std::vector<double> lse;
+    const auto want = ref_attention(vals(q), vals(k), vals(v), B, Hq, Hk, Lq, Lk, D, D, 0.125, mode, {}, &sv, &lse);
+    auto outs = mx::fast::detail::scaled_dot_product_attention_with_lse(q, k, v, 0.125f, mode ? "causal" : "",
+                                                                         std::nullopt, sinks);
+    ASSERT_EQ(outs.size(), 2u);
+    expect_close(outs[0], want, 2e-4, 2e-5, "sinks mode " + std::to_string(mode));
+    expect_close(outs[1], lse, 1e-5, 1e-5, "lse mode " + std::to_string(mode));
   }
 }
 

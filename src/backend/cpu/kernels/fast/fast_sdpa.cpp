@@ -113,6 +113,17 @@ struct Sdpa {
           lsum(static_cast<size_t>(rows)) {}
   };
 
+  // y = exp(x - shift) in place, returning the sum (float rows use MLX's exp through fastk::rows).
+  static Acc exp_sum(Acc* s, Acc shift, int64_t n) {
+    if constexpr (std::is_same_v<Acc, float>) {
+      return rows::row_fns().exp_sum(s, shift, s, n);
+    } else {
+      Acc total = 0;
+      for (int64_t j = 0; j < n; ++j) total += (s[j] = std::exp(s[j] - shift));
+      return total;
+    }
+  }
+
   // Row r of a tile: query head and position.
   int64_t head(int64_t hk, int64_t r, int64_t n_i) const { return hk * rep + r / n_i; }
 
@@ -144,11 +155,7 @@ struct Sdpa {
       mx = sink;
     }
     for (int64_t j = 0; j < kend; ++j) mx = std::max(mx, s[j]);
-    Acc total = sinks ? std::exp(sink - mx) : Acc(0);
-    for (int64_t j = 0; j < kend; ++j) {
-      s[j] = std::exp(s[j] - mx);
-      total += s[j];
-    }
+    const Acc total = (sinks ? std::exp(sink - mx) : Acc(0)) + exp_sum(s, mx, kend);
     sc.inv[r] = Acc(1) / total;
     sc.lrow[r] = mx + std::log(total);
   }
@@ -186,17 +193,6 @@ struct Sdpa {
     }
   }
 
-  // y = exp(x - shift) in place, returning the sum (float rows use MLX's exp through fastk::rows).
-  static Acc exp_sum(Acc* s, Acc shift, int64_t n) {
-    if constexpr (std::is_same_v<Acc, float>) {
-      return rows::row_fns().exp_sum(s, shift, s, n);
-    } else {
-      Acc total = 0;
-      for (int64_t j = 0; j < n; ++j) total += (s[j] = std::exp(s[j] - shift));
-      return total;
-    }
-  }
-
   // One key block [j0, j0 + nb) of row r in the online softmax: masks, then the running maximum and sum
   // updated, the block's scores replaced by their exponentials and the row's output so far rescaled.
   void block_row(int64_t b, int64_t hk, int64_t i0, int64_t n_i, int64_t r, Acc* s, int64_t j0, int64_t nb,
@@ -227,10 +223,12 @@ struct Sdpa {
     }
   }
 
-  // A large tile, flash-attention style: keys in blocks of kKeyBlock, an online softmax per row (running
-  // maximum and sum; the output so far rescaled when the maximum grows), so the scores held are one
-  // block per row, never rows × L_k. BLAS products (threaded by BLAS), row work in parallel between them.
-  static constexpr int64_t kKeyBlock = 512;
+  // A large tile, flash-attention style: keys in blocks (all of them up to kOneBlock keys, else kKeyBlock
+  // at a time), an online softmax per row (running maximum and sum; the output so far rescaled when the
+  // maximum grows), so the scores held are one block per row, never rows × L_k for long sequences. BLAS
+  // products (threaded by BLAS), row work in parallel between them.
+  static constexpr int64_t kOneBlock = 2048, kKeyBlock = 1024;
+  static int64_t key_block(int64_t Lk) { return Lk <= kOneBlock ? std::max<int64_t>(Lk, 1) : kKeyBlock; }
   void tile_blas(int64_t b, int64_t hk, int64_t i0, int64_t n_i, Scratch& sc) const {
     const int64_t rows = n_i * rep, kend = key_end(i0, n_i);
     cpu::parallel_for(static_cast<size_t>(rows), 16, [&](size_t r0, size_t r1) {
@@ -243,8 +241,9 @@ struct Sdpa {
         std::fill(sc.O.begin() + r * Dv, sc.O.begin() + (r + 1) * Dv, Acc(0));
       }
     });
-    for (int64_t j0 = 0; j0 < kend; j0 += kKeyBlock) {
-      const int64_t nb = std::min(kKeyBlock, kend - j0);
+    const int64_t kb = key_block(Lk);
+    for (int64_t j0 = 0; j0 < kend; j0 += kb) {
+      const int64_t nb = std::min(kb, kend - j0);
       if (D > 0) {
         gemm(false, true, static_cast<int>(rows), static_cast<int>(nb), static_cast<int>(D), Acc(p.scale),
              sc.Q.data(), static_cast<int>(D), K.at(b, hk) + j0 * K.ld, static_cast<int>(K.ld), Acc(0), sc.S.data(),
@@ -301,7 +300,7 @@ struct Sdpa {
       });
       return;
     }
-    Scratch sc(tq * rep, D, std::min(Lk, kKeyBlock), Dv);
+    Scratch sc(tq * rep, D, key_block(Lk), Dv);
     for (size_t t = 0; t < tasks; ++t) {
       int64_t b, hk, i0, n_i;
       coords(t, b, hk, i0, n_i);

@@ -22,7 +22,7 @@ constexpr int32_t kSum = 2, kMax = 5;  // Reduce types (primitives/reduce/reduce
 struct Defs {
   const PrimitiveDef *add = nullptr, *sub = nullptr, *mul = nullptr, *div = nullptr, *square = nullptr,
                      *sqrt = nullptr, *exp = nullptr, *reduce = nullptr, *broadcast = nullptr,
-                     *stop_gradient = nullptr, *rms = nullptr, *layer = nullptr, *softmax = nullptr;
+                     *stop_gradient = nullptr, *rms = nullptr, *layer = nullptr, *softmax = nullptr, *load = nullptr;
   bool ok = false;
 };
 
@@ -42,6 +42,7 @@ const Defs& defs() {
     r.rms = registry::find("RMSNorm");
     r.layer = registry::find("LayerNorm");
     r.softmax = registry::find("Softmax");
+    r.load = registry::find("Load");
     r.ok = r.add && r.sub && r.mul && r.div && r.square && r.sqrt && r.exp && r.reduce && r.broadcast && r.rms &&
            r.layer && r.softmax;
     return r;
@@ -74,8 +75,21 @@ const array& skip_bcast(const array& a, std::vector<Node*>& into) {
   return a;
 }
 
+// Nodes of the order the pass evaluated itself (see const_scalar); they leave the order.
+thread_local std::unordered_set<const Node*>* t_early = nullptr;
+
+// A constant scalar's value. An imported file's constants are read lazily: on a function's first call
+// they are still Load nodes (no inputs), which are evaluated here (a few bytes from the file).
 bool const_scalar(const array& a, double& v) {
-  if (!a.is_available() || a.size() != 1 || !is_floating_point(a.dtype())) return false;
+  if (a.size() != 1 || !is_floating_point(a.dtype())) return false;
+  if (!a.is_available()) {
+    Node* n = prod(a);
+    if (!n || !t_early || !defs().load || n->def != defs().load || !n->inputs.empty()) return false;
+    array c = a;
+    c.eval();
+    t_early->insert(n);
+  }
+  if (!a.is_available()) return false;
   v = a.item<double>();
   return std::isfinite(v);
 }
@@ -369,7 +383,12 @@ size_t rewrite_row_patterns(std::vector<std::shared_ptr<Node>>& order, const std
   for (const array& o : outputs) {
     if (o.valid()) out_ids.insert(o.id());
   }
-  std::unordered_set<const Node*> removed;
+  std::unordered_set<const Node*> removed, early;
+  struct EarlyScope {  // t_early names this call's set while it runs (restored on exceptions too)
+    std::unordered_set<const Node*>* outer;
+    explicit EarlyScope(std::unordered_set<const Node*>* mine) : outer(t_early) { t_early = mine; }
+    ~EarlyScope() { t_early = outer; }
+  } scope(&early);
   std::vector<Node*> remove;
   size_t rewritten = 0;
   // From the end, so the largest pattern wins (a LayerNorm's inner product is itself an RMSNorm form).
@@ -394,9 +413,11 @@ size_t rewrite_row_patterns(std::vector<std::shared_ptr<Node>>& order, const std
       done = true;
     }
   }
-  if (rewritten) {
+  if (rewritten || !early.empty()) {
     order.erase(std::remove_if(order.begin(), order.end(),
-                               [&](const std::shared_ptr<Node>& n) { return removed.count(n.get()) != 0; }),
+                               [&](const std::shared_ptr<Node>& n) {
+                                 return removed.count(n.get()) != 0 || early.count(n.get()) != 0;
+                               }),
                 order.end());
   }
   return rewritten;

@@ -227,21 +227,26 @@ TEST(RowPatterns, ImportedFunctionsAreRewritten) {
                                       softmax_decomposed(a[0], false)};
       },
       {x, w, b});
-  auto f = mx::import_function(path);
-  std::vector<std::vector<double>> off;
-  {
-    Patterns p(false);
-    for (auto& o : f({x, w, b})) off.push_back(vals(o));
+  // The first call of a fresh import (its constants, eps and 1/n, are still unread Load nodes) and a
+  // later one are both rewritten.
+  for (int call = 0; call < 2; ++call) {
+    auto f = mx::import_function(path);
+    if (call == 1) f({x, w, b});
+    const RowPatternCounts before = row_pattern_counts();
+    auto outs = f({x, w, b});
+    mx::eval(outs);
+    const auto d = delta(before, row_pattern_counts());
+    EXPECT_EQ(d.rms_norm, 1u) << "call " << call;
+    EXPECT_EQ(d.layer_norm, 1u) << "call " << call;
+    EXPECT_EQ(d.softmax, 1u) << "call " << call;
+    std::vector<std::vector<double>> off;
+    {
+      Patterns p(false);
+      for (auto& o : f({x, w, b})) off.push_back(vals(o));
+    }
+    ASSERT_EQ(outs.size(), 3u);
+    for (size_t i = 0; i < 3; ++i) expect_close(outs[i], off[i], 2e-6, 1e-6, "output " + std::to_string(i));
   }
-  const RowPatternCounts before = row_pattern_counts();
-  auto outs = f({x, w, b});
-  mx::eval(outs);
-  const auto d = delta(before, row_pattern_counts());
-  EXPECT_EQ(d.rms_norm, 1u);
-  EXPECT_EQ(d.layer_norm, 1u);
-  EXPECT_EQ(d.softmax, 1u);
-  ASSERT_EQ(outs.size(), 3u);
-  for (size_t i = 0; i < 3; ++i) expect_close(outs[i], off[i], 2e-6, 1e-6, "output " + std::to_string(i));
   std::remove(path.c_str());
 }
 

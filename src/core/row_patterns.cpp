@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -400,9 +401,14 @@ size_t rewrite_row_patterns(std::vector<std::shared_ptr<Node>>& order, const std
     bool done = false;
     for (int attempt = 0; attempt < 3 && !done; ++attempt) {
       Match m;
-      const bool found = attempt == 0   ? match_norm(root, true, m)
-                         : attempt == 1 ? match_norm(root, false, m)
-                                        : match_softmax(root, m);
+      bool found = false;
+      try {
+        found = attempt == 0   ? match_norm(root, true, m)
+                : attempt == 1 ? match_norm(root, false, m)
+                               : match_softmax(root, m);
+      } catch (const std::exception&) {
+        found = false;  // a state the pass cannot read (or a constant that fails to load): left as it is
+      }
       if (!found || !well_formed(root, m) || !removable(root, m, out_ids, remove)) continue;
       bool clash = false;
       for (Node* n : remove) clash |= removed.count(n) != 0;

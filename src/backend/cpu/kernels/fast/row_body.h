@@ -3,7 +3,8 @@
 // compiled in. V has W float lanes and provides: set1, load/store (float), loadh/storeh (float16 bits),
 // loadb/storeb (bfloat16 bits), roundh/roundb (round each lane to the 16-bit type and back), add, sub,
 // mul, fma (a·b + c), max (NaN in the first operand ignored), hsum, hmax, exp (MLX's exp polynomial),
-// nan_acc/any_nan (remember whether any lane was NaN).
+// exp_neg (the same bits for arguments <= 0 that are not NaN, in fewer steps), nan_acc/any_nan
+// (remember whether any lane was NaN), stream/fence/kStreamAlign (non-temporal stores; 0: none).
 //
 // Include only after every other header of the translation unit (the vector files set a target pragma
 // just before including this one), and inside an unnamed namespace.

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "kiln/kiln.h"
+#include "kiln/fast.h"
 
 namespace mx = kiln;
 
@@ -156,6 +157,82 @@ void BM_ImportedMlp(benchmark::State& st) {
   std::filesystem::remove(path);
 }
 BENCHMARK(BM_ImportedMlp)->Unit(benchmark::kMillisecond);
+
+// ---------------------------------------------------------------- row kernels (issue 12, point 4)
+// Rows of (rows, 4096) float32: Softmax, LogSumExp, RMSNorm, LayerNorm, and the decomposed RMSNorm and
+// LayerNorm graphs MLX exports on the CPU (run as one fused node by the row pattern pass). bytes/s counts
+// the input read once plus the output written once.
+
+void BM_RowSoftmax(benchmark::State& st) {
+  const int64_t r = st.range(0), d = 4096;
+  auto x = rand_like({static_cast<int>(r), static_cast<int>(d)});
+  for (auto _ : st) {
+    auto y = mx::softmax(x, -1);
+    y.eval();
+    benchmark::DoNotOptimize(y.data<float>());
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * r * d * 8);
+}
+BENCHMARK(BM_RowSoftmax)->Arg(256)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_RowLogSumExp(benchmark::State& st) {
+  const int64_t r = st.range(0), d = 4096;
+  auto x = rand_like({static_cast<int>(r), static_cast<int>(d)});
+  for (auto _ : st) {
+    auto y = mx::logsumexp(x, -1);
+    y.eval();
+    benchmark::DoNotOptimize(y.data<float>());
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * r * d * 4);
+}
+BENCHMARK(BM_RowLogSumExp)->Arg(256)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// range(1): 0 the fused op, 1 the decomposed graph.
+void BM_RowRmsNorm(benchmark::State& st) {
+  const int64_t r = st.range(0), d = 4096;
+  auto x = rand_like({static_cast<int>(r), static_cast<int>(d)});
+  auto w = rand_like({static_cast<int>(d)}, 1.0f);
+  for (auto _ : st) {
+    auto y = st.range(1) == 0
+                 ? mx::fast::rms_norm(x, w, 1e-5f)
+                 : mx::multiply(mx::multiply(x, mx::rsqrt(mx::add(mx::mean(mx::square(x), -1, true), mx::array(1e-5f)))), w);
+    y.eval();
+    benchmark::DoNotOptimize(y.data<float>());
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * r * d * 8);
+}
+BENCHMARK(BM_RowRmsNorm)->Args({256, 0})->Args({4096, 0})->Args({4096, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_RowLayerNorm(benchmark::State& st) {
+  const int64_t r = st.range(0), d = 4096;
+  auto x = rand_like({static_cast<int>(r), static_cast<int>(d)});
+  auto w = rand_like({static_cast<int>(d)}, 1.0f), b = rand_like({static_cast<int>(d)}, 2.0f);
+  for (auto _ : st) {
+    mx::array y;
+    if (st.range(1) == 0) {
+      y = mx::fast::layer_norm(x, w, b, 1e-5f);
+    } else {
+      auto xc = mx::subtract(x, mx::mean(x, -1, true));
+      y = mx::add(mx::multiply(mx::multiply(xc, mx::rsqrt(mx::add(mx::mean(mx::square(xc), -1, true), mx::array(1e-5f)))), w), b);
+    }
+    y.eval();
+    benchmark::DoNotOptimize(y.data<float>());
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * r * d * 8);
+}
+BENCHMARK(BM_RowLayerNorm)->Args({256, 0})->Args({4096, 0})->Args({4096, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_RowAttention(benchmark::State& st) {
+  const int T = static_cast<int>(st.range(0));
+  auto q = rand_like({1, 8, T, 64}), k = rand_like({1, 8, T, 64}, 1.0f), v = rand_like({1, 8, T, 64}, 2.0f);
+  for (auto _ : st) {
+    auto o = mx::fast::scaled_dot_product_attention(q, k, v, 0.125f, "causal");
+    o.eval();
+    benchmark::DoNotOptimize(o.data<float>());
+  }
+  st.SetItemsProcessed(int64_t(st.iterations()) * 8 * int64_t(T) * T);
+}
+BENCHMARK(BM_RowAttention)->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

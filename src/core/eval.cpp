@@ -6,6 +6,7 @@
 #include "kiln/primitive.h"
 #include "core/kernels.h"
 #include "core/mode.h"
+#include "core/row_patterns.h"
 
 namespace kiln {
 
@@ -81,6 +82,7 @@ void run_node(const std::shared_ptr<Node>& node) {
 
 void eval(std::vector<array> outputs) {
   auto order = topo_order(outputs);
+  detail::rewrite_row_patterns(order, outputs);  // decomposed norms and softmax as one fused node each
   for (auto& node : order) {
     run_node(node);
     node.reset();  // release the inputs this node held

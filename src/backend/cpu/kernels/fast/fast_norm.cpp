@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "backend/cpu/kernels/fast/fast_kernels.h"
+#include "backend/cpu/kernels/fast/row_kernels.h"
 #include "backend/cpu/loops.h"
 
 namespace kiln::fastk {
@@ -52,6 +53,9 @@ int64_t chunked(int64_t rows, size_t grain, F&& fn) {
   return chunks;
 }
 
+// Forward kernels. float, float16 and bfloat16 rows run the vector loops of fastk::rows (row_kernels.h:
+// RMSNorm reads a row twice, LayerNorm three times, both from cache, and writes it once); float64 rows
+// the loops below. Rows run in parallel.
 template <typename T>
 void rms_kernel(const std::vector<array>& in, array& out, float eps) {
   using A = detail::acc_t<T>;
@@ -60,16 +64,27 @@ void rms_kernel(const std::vector<array>& in, array& out, float eps) {
   const std::vector<A> w = expand_param<T, A>(in[1], D);
   out.alloc();
   T* o = out.data<T>();
-  cpu::parallel_for(static_cast<size_t>(R.n), R.grain, [&](size_t b, size_t e) {
-    std::vector<A> xb(static_cast<size_t>(D));
-    for (size_t r = b; r < e; ++r) {
-      R.load<T>(static_cast<int64_t>(r), xb.data());
-      T* orow = o + static_cast<int64_t>(r) * D;
-      const A inv = A(1) / std::sqrt(dot(xb.data(), xb.data(), D) / A(D) + A(eps));
-      // Normalize, round to T, then scale: the rounding steps of MLX's reference.
-      for (int64_t i = 0; i < D; ++i) orow[i] = T(w[i] * A(T(xb[i] * inv)));
-    }
-  });
+  const bool contiguous = R.x.row_contiguous();
+  const bool stream = out.nbytes() >= rows::kStreamBytes;
+  if constexpr (!std::is_same_v<T, double>) {
+    const auto& f = rows::of<T>(rows::row_fns());
+    cpu::parallel_for(static_cast<size_t>(R.n), R.grain, [&](size_t b, size_t e) {
+      for (size_t r = b; r < e; ++r) {
+        const int64_t ri = static_cast<int64_t>(r);
+        f.rms_norm(R.x.data<T>() + (contiguous ? ri * D : row_offset(R.x, ri)), w.data(), o + ri * D, D, eps, stream);
+      }
+    });
+  } else {
+    cpu::parallel_for(static_cast<size_t>(R.n), R.grain, [&](size_t b, size_t e) {
+      std::vector<A> xb(static_cast<size_t>(D));
+      for (size_t r = b; r < e; ++r) {
+        R.load<T>(static_cast<int64_t>(r), xb.data());
+        T* orow = o + static_cast<int64_t>(r) * D;
+        const A inv = A(1) / std::sqrt(dot(xb.data(), xb.data(), D) / A(D) + A(eps));
+        for (int64_t i = 0; i < D; ++i) orow[i] = T(w[i] * A(T(xb[i] * inv)));
+      }
+    });
+  }
 }
 
 template <typename T>
@@ -80,17 +95,30 @@ void layer_kernel(const std::vector<array>& in, array& out, float eps) {
   const std::vector<A> w = expand_param<T, A>(in[1], D), bias = expand_param<T, A>(in[2], D);
   out.alloc();
   T* o = out.data<T>();
-  cpu::parallel_for(static_cast<size_t>(R.n), R.grain, [&](size_t b, size_t e) {
-    std::vector<A> xb(static_cast<size_t>(D));
-    for (size_t r = b; r < e; ++r) {
-      R.load<T>(static_cast<int64_t>(r), xb.data());
-      T* orow = o + static_cast<int64_t>(r) * D;
-      const A mean = sum(xb.data(), D) / A(D);
-      for (int64_t i = 0; i < D; ++i) xb[i] -= mean;
-      const A inv = A(1) / std::sqrt(dot(xb.data(), xb.data(), D) / A(D) + A(eps));
-      for (int64_t i = 0; i < D; ++i) orow[i] = T(A(T(A(T(xb[i] * inv)) * w[i])) + bias[i]);
-    }
-  });
+  const bool contiguous = R.x.row_contiguous();
+  const bool stream = out.nbytes() >= rows::kStreamBytes;
+  if constexpr (!std::is_same_v<T, double>) {
+    const auto& f = rows::of<T>(rows::row_fns());
+    cpu::parallel_for(static_cast<size_t>(R.n), R.grain, [&](size_t b, size_t e) {
+      for (size_t r = b; r < e; ++r) {
+        const int64_t ri = static_cast<int64_t>(r);
+        f.layer_norm(R.x.data<T>() + (contiguous ? ri * D : row_offset(R.x, ri)), w.data(), bias.data(),
+                     o + ri * D, D, eps, stream);
+      }
+    });
+  } else {
+    cpu::parallel_for(static_cast<size_t>(R.n), R.grain, [&](size_t b, size_t e) {
+      std::vector<A> xb(static_cast<size_t>(D));
+      for (size_t r = b; r < e; ++r) {
+        R.load<T>(static_cast<int64_t>(r), xb.data());
+        T* orow = o + static_cast<int64_t>(r) * D;
+        const A mean = sum(xb.data(), D) / A(D);
+        for (int64_t i = 0; i < D; ++i) xb[i] -= mean;
+        const A inv = A(1) / std::sqrt(dot(xb.data(), xb.data(), D) / A(D) + A(eps));
+        for (int64_t i = 0; i < D; ++i) orow[i] = T(A(T(A(T(xb[i] * inv)) * w[i])) + bias[i]);
+      }
+    });
+  }
 }
 
 // Writes the summed partial buffers (chunks × D) into `out` (shape (D,)), or zeros for a scalar parameter.

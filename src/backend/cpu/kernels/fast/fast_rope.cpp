@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "backend/cpu/kernels/fast/fast_kernels.h"
+#include "backend/cpu/kernels/fast/row_kernels.h"
 #include "backend/cpu/loops.h"
 
 namespace kiln::fastk {
@@ -51,6 +52,7 @@ void rope_kernel(const std::vector<array>& in, array& out, const RopeParams& p) 
   bool have_table = false;
   T* o = out.data<T>();
   const T* xb = x.data<T>();
+  const rows::RowFns& fns = rows::row_fns();  // float and 16-bit rows: the vector loop (row_kernels.h)
   for (int64_t b = 0; b < B; ++b) {
     const int64_t off = offset_of(b);
     if (!have_table || off != table_offset) {
@@ -77,17 +79,21 @@ void rope_kernel(const std::vector<array>& in, array& out, const RopeParams& p) 
         T* orow = o + r * D;
         const A* c = cos_t.data() + t * half;
         const A* s = sin_t.data() + t * half;
-        const int64_t i1s = p.traditional ? 2 : 1, i2d = p.traditional ? 1 : half;
-        for (int i = 0; i < half; ++i) {
-          const int64_t j1 = i * i1s, j2 = j1 + i2d;
-          const A x1 = A(xr[j1]), x2 = A(xr[j2]);
-          const A ci = c[i], si = s[i];
-          if (p.forward) {
-            orow[j1] = T(x1 * ci - x2 * si);
-            orow[j2] = T(x1 * si + x2 * ci);
-          } else {
-            orow[j1] = T(x2 * si + x1 * ci);
-            orow[j2] = T(x2 * ci - x1 * si);
+        if constexpr (!std::is_same_v<T, double>) {
+          rows::of<T>(fns).rope(xr, c, s, orow, half, p.traditional, p.forward);
+        } else {
+          const int64_t i1s = p.traditional ? 2 : 1, i2d = p.traditional ? 1 : half;
+          for (int i = 0; i < half; ++i) {
+            const int64_t j1 = i * i1s, j2 = j1 + i2d;
+            const A x1 = A(xr[j1]), x2 = A(xr[j2]);
+            const A ci = c[i], si = s[i];
+            if (p.forward) {
+              orow[j1] = T(x1 * ci - x2 * si);
+              orow[j2] = T(x1 * si + x2 * ci);
+            } else {
+              orow[j1] = T(x2 * si + x1 * ci);
+              orow[j2] = T(x2 * ci - x1 * si);
+            }
           }
         }
         for (int64_t j = p.dims; j < D; ++j) orow[j] = xr[j];

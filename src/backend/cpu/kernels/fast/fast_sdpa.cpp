@@ -1,11 +1,13 @@
 // The kernel of the fused ScaledDotProductAttention primitive. Work is split into tiles of query rows;
 // a tile holds the rows of every query head that shares one key/value head (grouped-query attention),
-// so both matrix products of a tile are single BLAS calls: S = scale · Q Kᵀ, then O = softmax(S) V.
+// so the matrix products of a tile are single BLAS calls: S = scale · Q Kᵀ, then O = softmax(S) V, for
+// large tiles one block of keys at a time with an online softmax (no L_q × L_k score matrix).
 #include <cfloat>
 #include <cmath>
 #include <cstring>
 
 #include "backend/cpu/kernels/fast/fast_kernels.h"
+#include "backend/cpu/kernels/fast/row_kernels.h"
 #include "backend/cpu/loops.h"
 
 namespace kiln::fastk {
@@ -99,14 +101,28 @@ struct Sdpa {
 
   // Scratch for one tile of `rows_max` query rows.
   struct Scratch {
-    std::vector<Acc> Q, S, O, inv, lrow, Kb, Vb;
-    Scratch(int64_t rows, int64_t D, int64_t Lk, int64_t Dv)
+    std::vector<Acc> Q, S, O, inv, lrow, Kb, Vb, mrow, lsum;
+    // S holds `cols` scores per row: every key (the one-thread tiles) or one key block (the BLAS tiles).
+    Scratch(int64_t rows, int64_t D, int64_t cols, int64_t Dv)
         : Q(static_cast<size_t>(rows * std::max<int64_t>(D, 1))),
-          S(static_cast<size_t>(rows * std::max<int64_t>(Lk, 1))),
+          S(static_cast<size_t>(rows * std::max<int64_t>(cols, 1))),
           O(static_cast<size_t>(rows * std::max<int64_t>(Dv, 1))),
           inv(static_cast<size_t>(rows)),
-          lrow(static_cast<size_t>(rows)) {}
+          lrow(static_cast<size_t>(rows)),
+          mrow(static_cast<size_t>(rows)),
+          lsum(static_cast<size_t>(rows)) {}
   };
+
+  // y = exp(x - shift) in place, returning the sum (float rows use MLX's exp through fastk::rows).
+  static Acc exp_sum(Acc* s, Acc shift, int64_t n) {
+    if constexpr (std::is_same_v<Acc, float>) {
+      return rows::row_fns().exp_sum(s, shift, s, n);
+    } else {
+      Acc total = 0;
+      for (int64_t j = 0; j < n; ++j) total += (s[j] = std::exp(s[j] - shift));
+      return total;
+    }
+  }
 
   // Row r of a tile: query head and position.
   int64_t head(int64_t hk, int64_t r, int64_t n_i) const { return hk * rep + r / n_i; }
@@ -139,11 +155,7 @@ struct Sdpa {
       mx = sink;
     }
     for (int64_t j = 0; j < kend; ++j) mx = std::max(mx, s[j]);
-    Acc total = sinks ? std::exp(sink - mx) : Acc(0);
-    for (int64_t j = 0; j < kend; ++j) {
-      s[j] = std::exp(s[j] - mx);
-      total += s[j];
-    }
+    const Acc total = (sinks ? std::exp(sink - mx) : Acc(0)) + exp_sum(s, mx, kend);
     sc.inv[r] = Acc(1) / total;
     sc.lrow[r] = mx + std::log(total);
   }
@@ -181,30 +193,81 @@ struct Sdpa {
     }
   }
 
-  // A large tile: BLAS products (threaded by BLAS), row work in parallel between them.
+  // One key block [j0, j0 + nb) of row r in the online softmax: masks, then the running maximum and sum
+  // updated, the block's scores replaced by their exponentials and the row's output so far rescaled.
+  void block_row(int64_t b, int64_t hk, int64_t i0, int64_t n_i, int64_t r, Acc* s, int64_t j0, int64_t nb,
+                 Scratch& sc) const {
+    const int64_t hq = head(hk, r, n_i), i = i0 + r % n_i;
+    if (p.causal) {
+      for (int64_t j = std::max<int64_t>(i + q_off + 1 - j0, 0); j < nb; ++j) s[j] = lowest;
+    }
+    if (mask) {
+      const int64_t base = b * msb + hq * msh + i * msl + j0 * msk;
+      if (bool_mask) {
+        const bool* m = mask->data<bool>() + base;
+        for (int64_t j = 0; j < nb; ++j) s[j] = m[j * msk] ? s[j] : lowest;
+      } else {
+        const T* m = mask->data<T>() + base;
+        for (int64_t j = 0; j < nb; ++j) s[j] += Acc(m[j * msk]);
+      }
+    }
+    Acc mx = sc.mrow[r];
+    for (int64_t j = 0; j < nb; ++j) mx = std::max(mx, s[j]);
+    const Acc alpha = sc.mrow[r] == -std::numeric_limits<Acc>::infinity() ? Acc(0) : std::exp(sc.mrow[r] - mx);
+    const Acc sum = exp_sum(s, mx, nb);
+    sc.lsum[r] = sc.lsum[r] * alpha + sum;
+    sc.mrow[r] = mx;
+    if (alpha != Acc(1)) {
+      Acc* o = sc.O.data() + r * Dv;
+      for (int64_t d = 0; d < Dv; ++d) o[d] *= alpha;
+    }
+  }
+
+  // A large tile, flash-attention style: keys in blocks (all of them up to kOneBlock keys, else kKeyBlock
+  // at a time), an online softmax per row (running maximum and sum; the output so far rescaled when the
+  // maximum grows), so the scores held are one block per row, never rows × L_k for long sequences. BLAS
+  // products (threaded by BLAS), row work in parallel between them.
+  static constexpr int64_t kOneBlock = 2048, kKeyBlock = 1024;
+  static int64_t key_block(int64_t Lk) { return Lk <= kOneBlock ? std::max<int64_t>(Lk, 1) : kKeyBlock; }
   void tile_blas(int64_t b, int64_t hk, int64_t i0, int64_t n_i, Scratch& sc) const {
     const int64_t rows = n_i * rep, kend = key_end(i0, n_i);
     cpu::parallel_for(static_cast<size_t>(rows), 16, [&](size_t r0, size_t r1) {
-      for (size_t r = r0; r < r1; ++r) gather_q(b, hk, i0, n_i, static_cast<int64_t>(r), sc.Q.data() + r * D);
-    });
-    if (D > 0) {
-      gemm(false, true, static_cast<int>(rows), static_cast<int>(kend), static_cast<int>(D), Acc(p.scale),
-           sc.Q.data(), static_cast<int>(D), K.at(b, hk), static_cast<int>(K.ld), Acc(0), sc.S.data(),
-           static_cast<int>(kend));
-    } else {
-      std::fill(sc.S.begin(), sc.S.begin() + rows * kend, Acc(0));
-    }
-    cpu::parallel_for(static_cast<size_t>(rows), 1, [&](size_t r0, size_t r1) {
       for (size_t r = r0; r < r1; ++r) {
-        softmax_row(b, hk, i0, n_i, static_cast<int64_t>(r), sc.S.data() + r * kend, kend, sc);
+        gather_q(b, hk, i0, n_i, static_cast<int64_t>(r), sc.Q.data() + r * D);
+        // Sinks start the row: maximum = sink, sum = exp(sink - sink) = 1.
+        sc.mrow[r] = sinks ? Acc(sinks->data<T>()[head(hk, static_cast<int64_t>(r), n_i) * sinks->strides()[0]])
+                           : -std::numeric_limits<Acc>::infinity();
+        sc.lsum[r] = sinks ? Acc(1) : Acc(0);
+        std::fill(sc.O.begin() + r * Dv, sc.O.begin() + (r + 1) * Dv, Acc(0));
       }
     });
-    if (Dv > 0) {
-      gemm(false, false, static_cast<int>(rows), static_cast<int>(Dv), static_cast<int>(kend), Acc(1), sc.S.data(),
-           static_cast<int>(kend), V.at(b, hk), static_cast<int>(V.ld), Acc(0), sc.O.data(), static_cast<int>(Dv));
+    const int64_t kb = key_block(Lk);
+    for (int64_t j0 = 0; j0 < kend; j0 += kb) {
+      const int64_t nb = std::min(kb, kend - j0);
+      if (D > 0) {
+        gemm(false, true, static_cast<int>(rows), static_cast<int>(nb), static_cast<int>(D), Acc(p.scale),
+             sc.Q.data(), static_cast<int>(D), K.at(b, hk) + j0 * K.ld, static_cast<int>(K.ld), Acc(0), sc.S.data(),
+             static_cast<int>(nb));
+      } else {
+        std::fill(sc.S.begin(), sc.S.begin() + rows * nb, Acc(0));
+      }
+      cpu::parallel_for(static_cast<size_t>(rows), 1, [&](size_t r0, size_t r1) {
+        for (size_t r = r0; r < r1; ++r) {
+          block_row(b, hk, i0, n_i, static_cast<int64_t>(r), sc.S.data() + r * nb, j0, nb, sc);
+        }
+      });
+      if (Dv > 0) {
+        gemm(false, false, static_cast<int>(rows), static_cast<int>(Dv), static_cast<int>(nb), Acc(1), sc.S.data(),
+             static_cast<int>(nb), V.at(b, hk) + j0 * V.ld, static_cast<int>(V.ld), Acc(1), sc.O.data(),
+             static_cast<int>(Dv));
+      }
     }
     cpu::parallel_for(static_cast<size_t>(rows), 16, [&](size_t r0, size_t r1) {
-      for (size_t r = r0; r < r1; ++r) write_row(b, hk, i0, n_i, static_cast<int64_t>(r), kend, sc);
+      for (size_t r = r0; r < r1; ++r) {
+        sc.inv[r] = Acc(1) / sc.lsum[r];
+        sc.lrow[r] = sc.mrow[r] + std::log(sc.lsum[r]);
+        write_row(b, hk, i0, n_i, static_cast<int64_t>(r), kend, sc);
+      }
     });
   }
 
@@ -216,7 +279,7 @@ struct Sdpa {
     const bool small = tile_flops <= kSmallTaskFlops || Lk == 0;
     prepare<T>(k_in, K, !small);
     prepare<T>(v_in, V, !small);
-    if (!small) tq = std::max<int64_t>(1, std::clamp<int64_t>((int64_t(1) << 22) / Lk, 16, 512) / rep);
+    if (!small) tq = std::max<int64_t>(1, 512 / rep);
     const int64_t ntiles = (Lq + tq - 1) / tq;
     const size_t tasks = static_cast<size_t>(B * Hk * ntiles);
     auto coords = [&](size_t task, int64_t& b, int64_t& hk, int64_t& i0, int64_t& n_i) {
@@ -237,7 +300,7 @@ struct Sdpa {
       });
       return;
     }
-    Scratch sc(tq * rep, D, Lk, Dv);
+    Scratch sc(tq * rep, D, key_block(Lk), Dv);
     for (size_t t = 0; t < tasks; ++t) {
       int64_t b, hk, i0, n_i;
       coords(t, b, hk, i0, n_i);

@@ -11,38 +11,23 @@
 #include "backend/cpu/threading.h"
 #include "backend/cpu/kernels/reduce/reduce_kernels.h"
 #include "backend/cpu/kernels/reduce/reduce_simd.h"
+#include "backend/cpu/kernels/fast/fast_kernels.h"
+#include "backend/cpu/kernels/fast/row_kernels.h"
 
 namespace kiln {
 
 namespace {
 
 using reduce::extreme_contig;
-using reduce::fast_exp;
 using reduce::sum_contig;
 
-// Softmax of a contiguous float or double row.
+// Softmax of a contiguous double row (other types use fastk::rows).
 template <typename A>
 void softmax_row(const A* x, A* y, int64_t m) {
   const A mx = extreme_contig<true>(x, m);
   reduce::exp_shifted(x, mx, y, m);
   const A inv = A(1) / sum_contig(y, m);
   for (int64_t i = 0; i < m; ++i) y[i] *= inv;
-}
-
-// Softmax of float16/bfloat16 without `precise`: like MLX, each intermediate (the shifted input, the
-// exponentials, the running normalizer) is rounded to T, so results match MLX's, not a float computation.
-template <typename T>
-void softmax_row_lowp(const float* x, T* y, int64_t m) {
-  const float mx = extreme_contig<true>(x, m);
-  T sum(0.0f);
-  for (int64_t i = 0; i < m; ++i) {
-    T d(x[i] - mx);
-    T e(fast_exp(static_cast<float>(d)));
-    y[i] = e;
-    sum = T(static_cast<float>(sum) + static_cast<float>(e));
-  }
-  const T inv(1.0f / static_cast<float>(sum));
-  for (int64_t i = 0; i < m; ++i) y[i] = T(static_cast<float>(y[i]) * static_cast<float>(inv));
 }
 
 template <typename A>
@@ -61,64 +46,83 @@ A logsumexp_row(const A* x, int64_t m) {
   return std::log(sum) + mx;
 }
 
+// Rows of `x` (all axes but the last) with a unit last stride, without copying row-strided inputs.
+struct RowView {
+  array x;
+  int64_t m = 0, rows = 0;
+  bool contiguous = true;
+  RowView(const array& in, int64_t nrows) : x(fastk::unit_last_stride(in)), m(in.shape().back()), rows(nrows) {
+    contiguous = x.row_contiguous();
+  }
+  template <typename T>
+  const T* row(int64_t r) const {
+    return x.data<T>() + (contiguous ? r * m : fastk::row_offset(x, r));
+  }
+};
+
 }  // namespace
 
+// float, float16 and bfloat16 rows run the vector loops of fastk::rows (two passes over each row: the
+// maximum, then exp and the sum with the exponentials kept, then one scaling pass over the output);
+// float64 rows the loops above. Rows run in parallel.
 void reduce::softmax_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
   const bool precise = node.state.b(0);
-  const array x = cpu::contiguous_copy(in[0]);
   out[0].alloc();
-  if (x.size() == 0) return;
-  const int64_t m = x.shape().back();
-  const int64_t rows = static_cast<int64_t>(x.size()) / m;
+  if (in[0].size() == 0) return;
+  const int64_t m = in[0].shape().back();
+  const int64_t rows = static_cast<int64_t>(in[0].size()) / m;
+  const RowView X(in[0], rows);
   const size_t grain = std::max<size_t>(1, cpu::kGrainMedium / static_cast<size_t>(m));
-  detail::dispatch_float(x.dtype(), "softmax", [&](auto tag) {
+  detail::dispatch_float(in[0].dtype(), "softmax", [&](auto tag) {
     using T = decltype(tag);
-    const T* src = x.data<T>();
     T* dst = out[0].data<T>();
-    cpu::parallel_for(static_cast<size_t>(rows), grain, [&](size_t b, size_t e) {
-      if constexpr (detail::is_half_v<T>) {
-        // Rows go through float buffers; `precise` computes in float and rounds once.
-        std::vector<float> xf(m), yf(m);
+    if constexpr (std::is_same_v<T, double>) {
+      cpu::parallel_for(static_cast<size_t>(rows), grain, [&](size_t b, size_t e) {
+        for (size_t r = b; r < e; ++r) softmax_row(X.row<T>(static_cast<int64_t>(r)), dst + r * m, m);
+      });
+    } else {
+      const auto& f = fastk::rows::of<T>(fastk::rows::row_fns());
+      // Streaming stores (which the norms use for large outputs) measured no faster here: the
+      // exponentials, not the writes, bound the loop.
+      const bool stream = false;
+      cpu::parallel_for(static_cast<size_t>(rows), grain, [&](size_t b, size_t e) {
+        std::vector<float> scratch(std::is_same_v<T, float> && !stream ? 0 : static_cast<size_t>(m));
         for (size_t r = b; r < e; ++r) {
-          const T* xr = src + r * m;
-          T* yr = dst + r * m;
-          for (int64_t i = 0; i < m; ++i) xf[i] = static_cast<float>(xr[i]);
-          if (precise) {
-            softmax_row(xf.data(), yf.data(), m);
-            for (int64_t i = 0; i < m; ++i) yr[i] = T(yf[i]);
-          } else {
-            softmax_row_lowp<T>(xf.data(), yr, m);
-          }
+          f.softmax(X.row<T>(static_cast<int64_t>(r)), dst + r * m, m, precise, scratch.data(), stream);
         }
-      } else {
-        for (size_t r = b; r < e; ++r) softmax_row(src + r * m, dst + r * m, m);
-      }
-    });
+      });
+    }
   });
 }
 
 void reduce::logsumexp_cpu(const Node& node, const std::vector<array>& in, std::vector<array>& out) {
-  const array x = cpu::contiguous_copy(in[0]);
+  (void)node;
   out[0].alloc();
   if (out[0].size() == 0) return;
-  const int64_t m = x.shape().back();
+  const int64_t m = in[0].shape().back();
   const int64_t rows = static_cast<int64_t>(out[0].size());
   const size_t grain = std::max<size_t>(1, cpu::kGrainMedium / static_cast<size_t>(std::max<int64_t>(m, 1)));
-  detail::dispatch_float(x.dtype(), "logsumexp", [&](auto tag) {
-    using T = decltype(tag);
-    const T* src = x.data<T>();
-    T* dst = out[0].data<T>();
-    cpu::parallel_for(static_cast<size_t>(rows), grain, [&](size_t b, size_t e) {
-      if constexpr (detail::is_half_v<T>) {
-        std::vector<float> xf(m);
-        for (size_t r = b; r < e; ++r) {
-          for (int64_t i = 0; i < m; ++i) xf[i] = static_cast<float>(src[r * m + i]);
-          dst[r] = T(logsumexp_row(xf.data(), m));
-        }
-      } else {
-        for (size_t r = b; r < e; ++r) dst[r] = logsumexp_row(src + r * m, m);
-      }
+  if (m == 0) {
+    detail::dispatch_float(in[0].dtype(), "logsumexp", [&](auto tag) {
+      using T = decltype(tag);
+      for (int64_t r = 0; r < rows; ++r) out[0].data<T>()[r] = T(-std::numeric_limits<float>::infinity());
     });
+    return;
+  }
+  const RowView X(in[0], rows);
+  detail::dispatch_float(in[0].dtype(), "logsumexp", [&](auto tag) {
+    using T = decltype(tag);
+    T* dst = out[0].data<T>();
+    if constexpr (std::is_same_v<T, double>) {
+      cpu::parallel_for(static_cast<size_t>(rows), grain, [&](size_t b, size_t e) {
+        for (size_t r = b; r < e; ++r) dst[r] = logsumexp_row(X.row<T>(static_cast<int64_t>(r)), m);
+      });
+    } else {
+      const auto& f = fastk::rows::of<T>(fastk::rows::row_fns());
+      cpu::parallel_for(static_cast<size_t>(rows), grain, [&](size_t b, size_t e) {
+        for (size_t r = b; r < e; ++r) dst[r] = T(f.logsumexp(X.row<T>(static_cast<int64_t>(r)), m));
+      });
+    }
   });
 }
 

@@ -1,0 +1,432 @@
+// The row pattern pass (row_patterns.h). It needs only the graph's structure and the registry's rows,
+// looked up by name; the fused rows' kernels come from the backend as for any other node.
+#include "core/row_patterns.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace kiln::detail {
+
+namespace {
+
+std::atomic<int> g_enabled{-1};  // -1: not decided yet (KILN_PATTERNS)
+std::atomic<uint64_t> g_rms{0}, g_layer{0}, g_softmax{0};
+
+constexpr int32_t kSum = 2, kMax = 5;  // Reduce types (primitives/reduce/reduce.h)
+
+struct Defs {
+  const PrimitiveDef *add = nullptr, *sub = nullptr, *mul = nullptr, *div = nullptr, *square = nullptr,
+                     *sqrt = nullptr, *exp = nullptr, *reduce = nullptr, *broadcast = nullptr,
+                     *stop_gradient = nullptr, *rms = nullptr, *layer = nullptr, *softmax = nullptr, *load = nullptr;
+  bool ok = false;
+};
+
+const Defs& defs() {
+  static const Defs d = [] {
+    Defs r;
+    r.add = registry::find("Add");
+    r.sub = registry::find("Subtract");
+    r.mul = registry::find("Multiply");
+    r.div = registry::find("Divide");
+    r.square = registry::find("Square");
+    r.sqrt = registry::find("Sqrt");
+    r.exp = registry::find("Exp");
+    r.reduce = registry::find("Reduce");
+    r.broadcast = registry::find("Broadcast");
+    r.stop_gradient = registry::find("StopGradient");
+    r.rms = registry::find("RMSNorm");
+    r.layer = registry::find("LayerNorm");
+    r.softmax = registry::find("Softmax");
+    r.load = registry::find("Load");
+    r.ok = r.add && r.sub && r.mul && r.div && r.square && r.sqrt && r.exp && r.reduce && r.broadcast && r.rms &&
+           r.layer && r.softmax;
+    return r;
+  }();
+  return d;
+}
+
+// The node that still has to compute `a` (null for evaluated arrays and leaves).
+Node* prod(const array& a) { return !a.is_available() && a.has_primitive() ? a.node().get() : nullptr; }
+
+bool is(const Node* n, const PrimitiveDef* d) { return n && n->def == d && n->specs.size() == 1; }
+
+enum class Kind { Rms, Layer, Softmax };
+
+struct Match {
+  Kind kind = Kind::Rms;
+  std::vector<Node*> core;    // intermediates: each must be needed by the pattern alone
+  std::vector<Node*> periph;  // broadcasts of constants and parameters: removed when needed by it alone
+  array x, w, b;
+  float eps = 0.0f;
+};
+
+// `a` through an optional Broadcast, which joins `into`.
+const array& skip_bcast(const array& a, std::vector<Node*>& into) {
+  Node* n = prod(a);
+  if (is(n, defs().broadcast) && n->inputs.size() == 1) {
+    into.push_back(n);
+    return n->inputs[0];
+  }
+  return a;
+}
+
+// Nodes of the order the pass evaluated itself (see const_scalar); they leave the order.
+thread_local std::unordered_set<const Node*>* t_early = nullptr;
+
+// A constant scalar's value. An imported file's constants are read lazily: on a function's first call
+// they are still Load nodes (no inputs), which are evaluated here (a few bytes from the file).
+bool const_scalar(const array& a, double& v) {
+  if (a.size() != 1 || !is_floating_point(a.dtype())) return false;
+  if (!a.is_available()) {
+    Node* n = prod(a);
+    if (!n || !t_early || !defs().load || n->def != defs().load || !n->inputs.empty()) return false;
+    array c = a;
+    c.eval();
+    t_early->insert(n);
+  }
+  if (!a.is_available()) return false;
+  v = a.item<double>();
+  return std::isfinite(v);
+}
+
+// A Sum or Max over the last axis only, keeping it (size 1).
+bool reduces_last(const Node* n, int32_t type) {
+  if (!is(n, defs().reduce) || n->inputs.size() != 1 || n->state.i(0) != type) return false;
+  const array& in = n->inputs[0];
+  const auto& axes = n->state.ints(1);
+  const Shape& out = n->specs[0].shape;
+  return in.ndim() >= 1 && axes.size() == 1 && axes[0] == static_cast<int>(in.ndim()) - 1 &&
+         out.size() == in.ndim() && out.back() == 1;
+}
+
+// mean(u) over the last axis, written sum(u) · (1/n) or sum(u) / n: returns u, or null.
+const array* mean_of(const array& a, Match& m) {
+  Node* n = prod(a);
+  const Defs& D = defs();
+  if (!n || n->inputs.size() != 2 || (!is(n, D.mul) && !is(n, D.div))) return nullptr;
+  const bool mul = n->def == D.mul;
+  for (int i = 0; i < (mul ? 2 : 1); ++i) {
+    Node* s = prod(n->inputs[i]);
+    if (!reduces_last(s, kSum)) continue;
+    const size_t mark = m.periph.size();
+    double c = 0;
+    if (!const_scalar(skip_bcast(n->inputs[1 - i], m.periph), c)) {
+      m.periph.resize(mark);
+      continue;
+    }
+    const double cnt = static_cast<double>(s->inputs[0].shape().back());
+    const bool ok = mul ? std::fabs(c * cnt - 1.0) <= 1e-6 : std::fabs(c - cnt) <= 1e-6 * cnt;
+    if (!ok) {
+      m.periph.resize(mark);
+      continue;
+    }
+    m.core.push_back(n);
+    m.core.push_back(s);
+    return &s->inputs[0];
+  }
+  return nullptr;
+}
+
+// a = mean(u²) + eps with u² as Square(u) or u · u: returns u (eps into m), or null.
+const array* mean_square_plus_eps(const array& a, Match& m) {
+  Node* add = prod(a);
+  if (!is(add, defs().add) || add->inputs.size() != 2) return nullptr;
+  for (int i = 0; i < 2; ++i) {
+    const Match saved = m;
+    double eps = 0;
+    if (!const_scalar(skip_bcast(add->inputs[1 - i], m.periph), eps)) {
+      m = saved;
+      continue;
+    }
+    const array* sq = mean_of(add->inputs[i], m);
+    Node* q = sq ? prod(*sq) : nullptr;
+    const array* u = nullptr;
+    if (is(q, defs().square) && q->inputs.size() == 1) {
+      u = &q->inputs[0];
+    } else if (is(q, defs().mul) && q->inputs.size() == 2 && q->inputs[0].is_same(q->inputs[1])) {
+      u = &q->inputs[0];
+    }
+    if (!u) {
+      m = saved;
+      continue;
+    }
+    m.core.push_back(add);
+    m.core.push_back(q);
+    m.eps = static_cast<float>(eps);
+    return u;
+  }
+  return nullptr;
+}
+
+// n = y · rsqrt(mean(y²) + eps) or y / sqrt(mean(y²) + eps); then y is x (RMSNorm) or x - mean(x)
+// (LayerNorm, when allowed). Fills m.kind, m.x, m.eps.
+bool norm_core(Node* n, bool allow_layer, Match& m) {
+  const Defs& D = defs();
+  if (!n || n->inputs.size() != 2 || (!is(n, D.mul) && !is(n, D.div))) return false;
+  const bool mul = n->def == D.mul;
+  for (int i = 0; i < (mul ? 2 : 1); ++i) {
+    const Match saved = m;
+    const array& y = n->inputs[i];
+    Node* r = prod(skip_bcast(n->inputs[1 - i], m.core));
+    if (!is(r, D.sqrt) || r->inputs.size() != 1 || r->state.b(0) != mul) {
+      m = saved;
+      continue;
+    }
+    const array* u = mean_square_plus_eps(r->inputs[0], m);
+    if (!u || !u->is_same(y)) {
+      m = saved;
+      continue;
+    }
+    m.core.push_back(n);
+    m.core.push_back(r);
+    m.kind = Kind::Rms;
+    m.x = y;
+    Node* c = prod(y);
+    if (allow_layer && is(c, D.sub) && c->inputs.size() == 2) {
+      const Match before = m;
+      const array* mu = mean_of(skip_bcast(c->inputs[1], m.core), m);
+      if (mu && mu->is_same(c->inputs[0])) {
+        m.core.push_back(c);
+        m.kind = Kind::Layer;
+        m.x = c->inputs[0];
+      } else {
+        m = before;
+      }
+    }
+    return true;
+  }
+  return false;
+}
+
+// [w ·] norm: the weight is optional, on either side.
+bool weighted_norm(Node* n, bool allow_layer, Match& m) {
+  {
+    const Match saved = m;
+    if (norm_core(n, allow_layer, m)) return true;
+    m = saved;
+  }
+  if (!is(n, defs().mul) || n->inputs.size() != 2) return false;
+  for (int i = 0; i < 2; ++i) {
+    const Match saved = m;
+    const array& w = skip_bcast(n->inputs[1 - i], m.periph);
+    Node* inner = prod(n->inputs[i]);
+    if (inner && norm_core(inner, allow_layer, m)) {
+      m.w = w;
+      m.core.push_back(n);
+      return true;
+    }
+    m = saved;
+  }
+  return false;
+}
+
+bool match_norm(Node* root, bool allow_layer, Match& m) {
+  if (is(root, defs().add) && root->inputs.size() == 2) {
+    if (!allow_layer) return false;
+    for (int i = 0; i < 2; ++i) {
+      Match t;
+      const array& b = skip_bcast(root->inputs[1 - i], t.periph);
+      Node* inner = prod(root->inputs[i]);
+      if (inner && weighted_norm(inner, true, t) && t.kind == Kind::Layer) {
+        t.b = b;
+        t.core.push_back(root);
+        m = std::move(t);
+        return true;
+      }
+    }
+    return false;
+  }
+  return weighted_norm(root, allow_layer, m);
+}
+
+// exp(x - max(x)) / sum(exp(x - max(x))), the max possibly through StopGradient.
+bool match_softmax(Node* root, Match& m) {
+  const Defs& D = defs();
+  if (!is(root, D.div) || root->inputs.size() != 2) return false;
+  const array& e = root->inputs[0];
+  Node* s = prod(skip_bcast(root->inputs[1], m.core));
+  if (!reduces_last(s, kSum) || !s->inputs[0].is_same(e)) return false;
+  Node* ex = prod(e);
+  if (!is(ex, D.exp) || ex->inputs.size() != 1) return false;
+  Node* sub = prod(ex->inputs[0]);
+  if (!is(sub, D.sub) || sub->inputs.size() != 2) return false;
+  Node* mx = prod(skip_bcast(sub->inputs[1], m.core));
+  if (D.stop_gradient && is(mx, D.stop_gradient) && mx->inputs.size() == 1) {
+    m.core.push_back(mx);
+    mx = prod(mx->inputs[0]);
+  }
+  if (!reduces_last(mx, kMax) || !mx->inputs[0].is_same(sub->inputs[0])) return false;
+  m.core.insert(m.core.end(), {s, ex, sub, mx, root});
+  m.kind = Kind::Softmax;
+  m.x = sub->inputs[0];
+  return true;
+}
+
+// Shapes and dtypes: float32 throughout, elementwise nodes on x's shape or its rows' shape (last axis 1),
+// the root producing x's shape, parameters scalars or vectors of the last axis's size.
+bool well_formed(const Node* root, const Match& m) {
+  const array& x = m.x;
+  if (!x.valid() || x.dtype() != float32 || x.ndim() == 0 || x.shape().back() == 0) return false;
+  const Shape& xs = x.shape();
+  Shape rows = xs;
+  rows.back() = 1;
+  if (root->specs[0].shape != xs || root->specs[0].dtype != float32) return false;
+  for (const Node* n : m.core) {
+    if (n->specs[0].dtype != float32 || (n->specs[0].shape != xs && n->specs[0].shape != rows)) return false;
+  }
+  for (const array* p : {&m.w, &m.b}) {
+    if (!p->valid()) continue;
+    if (p->dtype() != float32 || p->ndim() > 1 || (p->size() != 1 && p->size() != static_cast<size_t>(xs.back()))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Whether n's output is referenced only by the inputs counted in `refs` (the pattern's nodes).
+bool exclusive(const Node* n, const std::unordered_map<uintptr_t, long>& refs,
+               const std::unordered_set<uintptr_t>& outputs) {
+  if (n->outputs.size() != 1) return false;
+  const long uses = n->outputs[0].use_count();
+  std::shared_ptr<ArrayDesc> d = n->outputs[0].lock();
+  if (!d) return false;
+  const uintptr_t id = reinterpret_cast<uintptr_t>(d.get());
+  d.reset();
+  if (outputs.count(id)) return false;
+  auto it = refs.find(id);
+  return it != refs.end() && it->second == uses;
+}
+
+// Checks exclusivity; on success lists the nodes to remove (core, and the exclusive peripheral ones).
+bool removable(const Node* root, Match& m, const std::unordered_set<uintptr_t>& outputs,
+               std::vector<Node*>& remove) {
+  std::sort(m.core.begin(), m.core.end());
+  m.core.erase(std::unique(m.core.begin(), m.core.end()), m.core.end());
+  m.core.erase(std::remove(m.core.begin(), m.core.end(), root), m.core.end());
+  std::sort(m.periph.begin(), m.periph.end());
+  m.periph.erase(std::unique(m.periph.begin(), m.periph.end()), m.periph.end());
+  std::unordered_map<uintptr_t, long> refs;
+  auto count = [&](const Node* n) {
+    for (const array& in : n->inputs) ++refs[in.id()];
+  };
+  count(root);
+  for (const Node* n : m.core) count(n);
+  for (const Node* n : m.periph) count(n);
+  remove.clear();
+  for (Node* n : m.core) {
+    if (!exclusive(n, refs, outputs)) return false;
+    remove.push_back(n);
+  }
+  for (Node* n : m.periph) {
+    if (std::find(m.core.begin(), m.core.end(), n) == m.core.end() && exclusive(n, refs, outputs)) {
+      remove.push_back(n);
+    }
+  }
+  return true;
+}
+
+void rewrite(Node* root, const Match& m) {
+  const Defs& D = defs();
+  root->extra.reset();
+  switch (m.kind) {
+    case Kind::Rms:
+      root->def = D.rms;
+      root->state = State{std::monostate{}, m.eps};
+      root->inputs = {m.x, m.w.valid() ? m.w : array(1.0f, float32)};
+      g_rms.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case Kind::Layer:
+      root->def = D.layer;
+      root->state = State{std::monostate{}, m.eps};
+      root->inputs = {m.x, m.w.valid() ? m.w : array(1.0f, float32), m.b.valid() ? m.b : array(0.0f, float32)};
+      g_layer.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case Kind::Softmax:
+      root->def = D.softmax;
+      root->state = State{false};
+      root->inputs = {m.x};
+      g_softmax.fetch_add(1, std::memory_order_relaxed);
+      break;
+  }
+}
+
+}  // namespace
+
+void set_row_patterns_enabled(bool on) { g_enabled.store(on ? 1 : 0); }
+
+bool row_patterns_enabled() {
+  int v = g_enabled.load(std::memory_order_relaxed);
+  if (v < 0) {
+    const char* env = std::getenv("KILN_PATTERNS");
+    v = env && std::strcmp(env, "0") == 0 ? 0 : 1;
+    int expected = -1;
+    if (!g_enabled.compare_exchange_strong(expected, v)) v = expected;
+  }
+  return v == 1;
+}
+
+RowPatternCounts row_pattern_counts() {
+  return {g_rms.load(std::memory_order_relaxed), g_layer.load(std::memory_order_relaxed),
+          g_softmax.load(std::memory_order_relaxed)};
+}
+
+size_t rewrite_row_patterns(std::vector<std::shared_ptr<Node>>& order, const std::vector<array>& outputs) {
+  if (order.size() < 2 || !row_patterns_enabled()) return 0;
+  const Defs& D = defs();
+  if (!D.ok) return 0;
+  std::unordered_set<uintptr_t> out_ids;
+  for (const array& o : outputs) {
+    if (o.valid()) out_ids.insert(o.id());
+  }
+  std::unordered_set<const Node*> removed, early;
+  struct EarlyScope {  // t_early names this call's set while it runs (restored on exceptions too)
+    std::unordered_set<const Node*>* outer;
+    explicit EarlyScope(std::unordered_set<const Node*>* mine) : outer(t_early) { t_early = mine; }
+    ~EarlyScope() { t_early = outer; }
+  } scope(&early);
+  std::vector<Node*> remove;
+  size_t rewritten = 0;
+  // From the end, so the largest pattern wins (a LayerNorm's inner product is itself an RMSNorm form).
+  for (size_t k = order.size(); k-- > 0;) {
+    Node* root = order[k].get();
+    if (removed.count(root) || root->specs.size() != 1) continue;
+    const bool norm_root = root->def == D.add || root->def == D.mul || root->def == D.div;
+    if (!norm_root) continue;
+    bool done = false;
+    for (int attempt = 0; attempt < 3 && !done; ++attempt) {
+      Match m;
+      bool found = false;
+      try {
+        found = attempt == 0   ? match_norm(root, true, m)
+                : attempt == 1 ? match_norm(root, false, m)
+                               : match_softmax(root, m);
+      } catch (const std::exception&) {
+        found = false;  // a state the pass cannot read (or a constant that fails to load): left as it is
+      }
+      if (!found || !well_formed(root, m) || !removable(root, m, out_ids, remove)) continue;
+      bool clash = false;
+      for (Node* n : remove) clash |= removed.count(n) != 0;
+      if (clash) continue;
+      removed.insert(remove.begin(), remove.end());
+      rewrite(root, m);
+      ++rewritten;
+      done = true;
+    }
+  }
+  if (rewritten || !early.empty()) {
+    order.erase(std::remove_if(order.begin(), order.end(),
+                               [&](const std::shared_ptr<Node>& n) {
+                                 return removed.count(n.get()) != 0 || early.count(n.get()) != 0;
+                               }),
+                order.end());
+  }
+  return rewritten;
+}
+
+}  // namespace kiln::detail

@@ -1,0 +1,253 @@
+// The row pattern pass (src/core/row_patterns.h): decomposed RMSNorm, LayerNorm and Softmax graphs run
+// as one fused node each (observed through the pass's counters), give the unrewritten graph's values
+// within float32 rounding, and are left alone when an intermediate is needed elsewhere (another
+// consumer, an output of the evaluation, an array the caller holds) or the graph is not float32.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include <kiln/export.h>
+#include <kiln/fast.h>
+#include <kiln/kiln.h>
+
+#include "core/row_patterns.h"
+#include "unit/fast_test_util.h"
+
+namespace {
+
+namespace mx = kiln;
+using namespace fast_test;
+using kiln::detail::row_pattern_counts;
+using kiln::detail::RowPatternCounts;
+using kiln::detail::set_row_patterns_enabled;
+
+// The pass on or off for a scope.
+struct Patterns {
+  explicit Patterns(bool on) { set_row_patterns_enabled(on); }
+  ~Patterns() { set_row_patterns_enabled(true); }
+};
+
+RowPatternCounts delta(const RowPatternCounts& a, const RowPatternCounts& b) {
+  return {b.rms_norm - a.rms_norm, b.layer_norm - a.layer_norm, b.softmax - a.softmax};
+}
+
+// Builds the graph twice (fresh each time: evaluation consumes it), evaluates it with the pass on and
+// off, and returns how many of each kind the pass rewrote; the two results must agree within `rtol`.
+RowPatternCounts run_both(const std::function<mx::array()>& build, double rtol = 2e-6, double atol = 1e-6) {
+  std::vector<double> off;
+  {
+    Patterns p(false);
+    mx::array y = build();
+    y.eval();
+    off = vals(y);
+  }
+  const RowPatternCounts before = row_pattern_counts();
+  mx::array y = build();
+  y.eval();
+  const RowPatternCounts d = delta(before, row_pattern_counts());
+  expect_close(y, off, rtol, atol, "rewritten vs unrewritten");
+  return d;
+}
+
+mx::array X(const mx::Shape& s = {37, 4097}, mx::Dtype t = mx::float32, uint32_t seed = 1) {
+  return rand_array(s, t, seed, -3.0f, 3.0f);
+}
+mx::array W(int d, mx::Dtype t = mx::float32) { return rand_array({d}, t, 2, 0.5f, 1.5f); }
+mx::array B(int d, mx::Dtype t = mx::float32) { return rand_array({d}, t, 3); }
+
+mx::array rms_decomposed(const mx::array& x, const std::optional<mx::array>& w, float eps) {
+  mx::array r = mx::rsqrt(mx::add(mx::mean(mx::square(x), -1, true), mx::array(eps)));
+  mx::array y = mx::multiply(x, r);
+  return w ? mx::multiply(y, *w) : y;
+}
+
+mx::array ln_decomposed(const mx::array& x, const std::optional<mx::array>& w, const std::optional<mx::array>& b,
+                        float eps) {
+  mx::array xc = mx::subtract(x, mx::mean(x, -1, true));
+  mx::array y = mx::multiply(xc, mx::rsqrt(mx::add(mx::mean(mx::square(xc), -1, true), mx::array(eps))));
+  if (w) y = mx::multiply(y, *w);
+  if (b) y = mx::add(y, *b);
+  return y;
+}
+
+mx::array softmax_decomposed(const mx::array& x, bool stop_gradient_max) {
+  mx::array m = mx::max(x, -1, true);
+  if (stop_gradient_max) m = mx::stop_gradient(m);
+  mx::array e = mx::exp(mx::subtract(x, m));
+  return mx::divide(e, mx::sum(e, -1, true));
+}
+
+TEST(RowPatterns, RmsNormForms) {
+  const mx::array x = X(), w = W(4097);
+  auto d = run_both([&] { return rms_decomposed(x, w, 1e-5f); });
+  EXPECT_EQ(d.rms_norm, 1u);
+  d = run_both([&] { return rms_decomposed(x, std::nullopt, 1e-6f); });
+  EXPECT_EQ(d.rms_norm, 1u);
+  // The weight first, x · x for the square, mean as sum / n, and sqrt with a division.
+  d = run_both([&] {
+    mx::array ms = mx::divide(mx::sum(mx::multiply(x, x), -1, true), mx::array(4097.0f));
+    return mx::multiply(w, mx::divide(x, mx::sqrt(mx::add(mx::array(1e-5f), ms))));
+  });
+  EXPECT_EQ(d.rms_norm, 1u);
+  // A 3-D input and a scalar weight.
+  const mx::array x3 = X({2, 5, 64});
+  d = run_both([&] { return rms_decomposed(x3, mx::array(0.5f), 1e-5f); });
+  EXPECT_EQ(d.rms_norm, 1u);
+}
+
+TEST(RowPatterns, LayerNormForms) {
+  const mx::array x = X({33, 1023}), w = W(1023), b = B(1023);
+  EXPECT_EQ(run_both([&] { return ln_decomposed(x, w, b, 1e-5f); }).layer_norm, 1u);
+  EXPECT_EQ(run_both([&] { return ln_decomposed(x, w, std::nullopt, 1e-5f); }).layer_norm, 1u);
+  EXPECT_EQ(run_both([&] { return ln_decomposed(x, std::nullopt, b, 1e-5f); }).layer_norm, 1u);
+  auto d = run_both([&] { return ln_decomposed(x, std::nullopt, std::nullopt, 1e-5f); });
+  EXPECT_EQ(d.layer_norm, 1u);
+  EXPECT_EQ(d.rms_norm, 0u);  // the inner x_c · rsqrt(mean(x_c²) + eps) is part of the LayerNorm
+}
+
+TEST(RowPatterns, SoftmaxForms) {
+  const mx::array x = X({64, 257});
+  EXPECT_EQ(run_both([&] { return softmax_decomposed(x, false); }).softmax, 1u);
+  EXPECT_EQ(run_both([&] { return softmax_decomposed(x, true); }).softmax, 1u);
+}
+
+// Several patterns in one graph (a residual block: two norms and a softmax), each rewritten.
+TEST(RowPatterns, SeveralInOneGraph) {
+  const mx::array x = X({16, 128}), w = W(128), b = B(128);
+  auto d = run_both([&] {
+    mx::array h = rms_decomposed(x, w, 1e-5f);
+    mx::array s = softmax_decomposed(mx::matmul(h, mx::transpose(h)), false);
+    mx::array o = mx::add(x, mx::matmul(s, h));
+    return ln_decomposed(o, w, b, 1e-5f);
+  });
+  EXPECT_EQ(d.rms_norm, 1u);
+  EXPECT_EQ(d.softmax, 1u);
+  EXPECT_EQ(d.layer_norm, 1u);
+}
+
+// An intermediate needed elsewhere keeps the graph as it is.
+TEST(RowPatterns, NotRewrittenWhenIntermediatesAreNeeded) {
+  const mx::array x = X({8, 300}), w = W(300);
+  // Held by the caller.
+  {
+    const RowPatternCounts before = row_pattern_counts();
+    mx::array ms = mx::mean(mx::square(x), -1, true);
+    mx::array y = mx::multiply(mx::multiply(x, mx::rsqrt(mx::add(ms, mx::array(1e-5f)))), w);
+    y.eval();
+    EXPECT_EQ(delta(before, row_pattern_counts()).rms_norm, 0u);
+    ms.eval();
+    EXPECT_EQ(ms.shape(), (mx::Shape{8, 1}));
+  }
+  // An output of the same evaluation.
+  {
+    const RowPatternCounts before = row_pattern_counts();
+    mx::array r = mx::rsqrt(mx::add(mx::mean(mx::square(x), -1, true), mx::array(1e-5f)));
+    mx::array y = mx::multiply(x, r);
+    mx::eval({y, r});
+    EXPECT_EQ(delta(before, row_pattern_counts()).rms_norm, 0u);
+  }
+  // Another consumer inside the graph (the exponentials also feed a second output).
+  {
+    const RowPatternCounts before = row_pattern_counts();
+    mx::array e = mx::exp(mx::subtract(x, mx::max(x, -1, true)));
+    mx::array y = mx::add(mx::divide(e, mx::sum(e, -1, true)), mx::sum(e));
+    e = mx::array();  // only the graph holds it now
+    y.eval();
+    EXPECT_EQ(delta(before, row_pattern_counts()).softmax, 0u);
+  }
+  // The centered input also used elsewhere: not a LayerNorm (its inner RMS form of x_c still is fused).
+  {
+    const RowPatternCounts before = row_pattern_counts();
+    std::vector<double> off;
+    auto build = [&] {
+      mx::array xc = mx::subtract(x, mx::mean(x, -1, true));
+      mx::array n = mx::multiply(xc, mx::rsqrt(mx::add(mx::mean(mx::square(xc), -1, true), mx::array(1e-5f))));
+      return mx::add(mx::multiply(n, w), mx::sum(xc, -1, true));
+    };
+    {
+      Patterns p(false);
+      off = vals(build());
+    }
+    mx::array y = build();
+    y.eval();
+    const auto d = delta(before, row_pattern_counts());
+    EXPECT_EQ(d.layer_norm, 0u);
+    EXPECT_EQ(d.rms_norm, 1u);
+    expect_close(y, off, 2e-6, 1e-5, "x_c shared");
+  }
+}
+
+TEST(RowPatterns, NotRewrittenWhenNotFloat32OrNotTheForm) {
+  // 16-bit graphs round every intermediate; the fused kernels would not reproduce them.
+  const mx::array xh = X({4, 64}, mx::float16);
+  EXPECT_EQ(run_both([&] { return rms_decomposed(xh, std::nullopt, 1e-5f); }, 0, 0).rms_norm, 0u);
+  // The mean's constant is not 1/n; the sum is over the first axis.
+  const mx::array x = X({6, 50});
+  EXPECT_EQ(run_both([&] {
+              mx::array ms = mx::multiply(mx::sum(mx::square(x), -1, true), mx::array(0.5f));
+              return mx::multiply(x, mx::rsqrt(mx::add(ms, mx::array(1e-5f))));
+            }).rms_norm,
+            0u);
+  EXPECT_EQ(run_both([&] {
+              mx::array ms = mx::mean(mx::square(x), 0, true);
+              return mx::multiply(x, mx::rsqrt(mx::add(ms, mx::array(1e-5f))));
+            }).rms_norm,
+            0u);
+  // The square of a different array than the one normalized.
+  const mx::array z = X({6, 50}, mx::float32, 9);
+  EXPECT_EQ(run_both([&] { return mx::multiply(x, mx::rsqrt(mx::add(mx::mean(mx::square(z), -1, true), mx::array(1e-5f)))); })
+                .rms_norm,
+            0u);
+}
+
+TEST(RowPatterns, SwitchTurnsThePassOff) {
+  const mx::array x = X({4, 33});
+  Patterns p(false);
+  EXPECT_FALSE(kiln::detail::row_patterns_enabled());
+  const RowPatternCounts before = row_pattern_counts();
+  rms_decomposed(x, std::nullopt, 1e-5f).eval();
+  softmax_decomposed(x, false).eval();
+  const auto d = delta(before, row_pattern_counts());
+  EXPECT_EQ(d.rms_norm + d.layer_norm + d.softmax, 0u);
+}
+
+// An exported and re-imported decomposed graph (as MLX writes them) is rewritten at call time too.
+TEST(RowPatterns, ImportedFunctionsAreRewritten) {
+  const std::string path = (std::filesystem::temp_directory_path() / "kiln_row_patterns.mlxfn").string();
+  const mx::array x = X({32, 512}), w = W(512), b = B(512);
+  mx::export_function(
+      path,
+      [](const mx::Args& a) {
+        return std::vector<mx::array>{rms_decomposed(a[0], a[1], 1e-5f), ln_decomposed(a[0], a[1], a[2], 1e-5f),
+                                      softmax_decomposed(a[0], false)};
+      },
+      {x, w, b});
+  // The first call of a fresh import (its constants, eps and 1/n, are still unread Load nodes) and a
+  // later one are both rewritten.
+  for (int call = 0; call < 2; ++call) {
+    auto f = mx::import_function(path);
+    if (call == 1) f({x, w, b});
+    const RowPatternCounts before = row_pattern_counts();
+    auto outs = f({x, w, b});
+    mx::eval(outs);
+    const auto d = delta(before, row_pattern_counts());
+    EXPECT_EQ(d.rms_norm, 1u) << "call " << call;
+    EXPECT_EQ(d.layer_norm, 1u) << "call " << call;
+    EXPECT_EQ(d.softmax, 1u) << "call " << call;
+    std::vector<std::vector<double>> off;
+    {
+      Patterns p(false);
+      for (auto& o : f({x, w, b})) off.push_back(vals(o));
+    }
+    ASSERT_EQ(outs.size(), 3u);
+    for (size_t i = 0; i < 3; ++i) expect_close(outs[i], off[i], 2e-6, 1e-6, "output " + std::to_string(i));
+  }
+  std::remove(path.c_str());
+}
+
+}  // namespace

@@ -1,5 +1,8 @@
 #include "backend/cpu/blas.h"
 
+#include "backend/cpu/gemm/gemm.h"
+#include "backend/cpu/threading.h"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -15,6 +18,12 @@ namespace kiln::cpu {
 
 namespace {
 
+// OpenBLAS's thread count follows kiln's, set once as the library loads (before any kernel runs).
+const int kBlasThreads = [] {
+  openblas_set_num_threads(num_threads());
+  return num_threads();
+}();
+
 inline CBLAS_TRANSPOSE tr(bool t) { return t ? CblasTrans : CblasNoTrans; }
 
 // LAPACK returns workspace sizes as floating values; round up so a size just below an integer is safe.
@@ -29,8 +38,16 @@ int work_size(T w) {
 
 }  // namespace
 
+int blas_num_threads() {
+  (void)kBlasThreads;
+  return openblas_get_num_threads();
+}
+
 void gemm(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
           float beta, float* C, int ldc) {
+  if (isa_level() != Isa::scalar) {
+    return gemm_f32<float, float>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
   cblas_sgemm(CblasRowMajor, tr(ta), tr(tb), M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 void gemm(bool ta, bool tb, int M, int N, int K, double alpha, const double* A, int lda, const double* B, int ldb,

@@ -1,0 +1,276 @@
+// Packed products (gemm.h): C (M×N) = alpha · op(A) · op(B) + beta · C for the larger shapes.
+//
+// Blocking (the usual scheme of Goto's GEMM): A is packed in blocks of MC rows × KC columns into panels of
+// MR rows stored k-major (MR values per k), B in blocks of KC rows × NC columns into panels of NR columns
+// stored k-major; a micro-kernel multiplies one A panel by one B panel into an MR×NR tile of C held in
+// registers. Packing converts 16-bit elements to float32 and pads the edges with zeros, so the
+// micro-kernel always runs full tiles and masks only its stores. Threads take disjoint (column block,
+// row block) tasks of C; each packs its own B block (KC×NC floats, kept in L2) and shares the packed A.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <memory>
+#include <new>
+
+#include "backend/cpu/gemm/gemm.h"
+#include "backend/cpu/gemm/gemm_util.h"
+#include "backend/cpu/threading.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+using namespace gemm_detail;
+
+// A float buffer aligned to a cache line, grown on demand.
+struct AlignedBuf {
+  std::unique_ptr<float[], void (*)(float*)> p{nullptr, [](float* q) { ::operator delete[](q, std::align_val_t(64)); }};
+  size_t cap = 0;
+  float* get(size_t n) {
+    if (n > cap) {
+      p.reset(static_cast<float*>(::operator new[](n * sizeof(float), std::align_val_t(64))));
+      cap = n;
+    }
+    return p.get();
+  }
+};
+
+// Micro-kernel: the MR×NR tile at c (rows mr ≤ MR, columns nr ≤ NR valid) = alpha · a·b + beta · c, with
+// a the kc×MR packed panel and b the kc×NR packed panel; beta 0 does not read c.
+using Ukr = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int mr, int nr, float alpha,
+                     float beta);
+
+struct Config {
+  int mr, nr;
+  int64_t kc, mc, nc;
+  Ukr ukr;
+};
+
+// ---- portable 4×8
+void ukr_scalar(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int mr, int nr, float alpha,
+                float beta) {
+  constexpr int MR = 4, NR = 8;
+  float acc[MR][NR] = {};
+  for (int64_t k = 0; k < kc; ++k, a += MR, b += NR) {
+    for (int i = 0; i < MR; ++i) {
+      for (int j = 0; j < NR; ++j) acc[i][j] += a[i] * b[j];
+    }
+  }
+  for (int i = 0; i < mr; ++i) {
+    for (int j = 0; j < nr; ++j) store1(c + i * ldc + j, acc[i][j], alpha, beta);
+  }
+}
+
+// ---- AVX2: 6×16 (12 accumulators, 2 B vectors, 1 broadcast)
+KILN_T256 void ukr_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int mr, int nr, float alpha,
+                        float beta) {
+  constexpr int MR = 6, NR = 16;
+  __m256 acc[MR][2];
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+#pragma GCC unroll 2
+  for (int64_t k = 0; k < kc; ++k, a += MR, b += NR) {
+    const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) {
+      const __m256 av = _mm256_broadcast_ss(a + i);
+      acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
+      acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
+    }
+  }
+  const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+  if (nr == NR) {
+    for (int i = 0; i < mr; ++i) {
+      float* ci = c + i * ldc;
+      __m256 r0 = _mm256_mul_ps(acc[i][0], va), r1 = _mm256_mul_ps(acc[i][1], va);
+      if (beta != 0.0f) {
+        r0 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(ci), r0);
+        r1 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(ci + 8), r1);
+      }
+      _mm256_storeu_ps(ci, r0);
+      _mm256_storeu_ps(ci + 8, r1);
+    }
+    return;
+  }
+  alignas(32) float tile[MR][NR];
+  for (int i = 0; i < mr; ++i) {
+    _mm256_store_ps(tile[i], acc[i][0]);
+    _mm256_store_ps(tile[i] + 8, acc[i][1]);
+    for (int j = 0; j < nr; ++j) store1(c + i * ldc + j, tile[i][j], alpha, beta);
+  }
+}
+
+// ---- AVX-512: 8×32 (16 accumulators, 2 B vectors, broadcasts from memory)
+KILN_T512 void ukr_avx512(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int mr, int nr,
+                          float alpha, float beta) {
+  constexpr int MR = 8, NR = 32;
+  __m512 acc[MR][2];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+#pragma GCC unroll 2
+  for (int64_t k = 0; k < kc; ++k, a += MR, b += NR) {
+    const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const __m512 av = _mm512_set1_ps(a[i]);
+      acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
+    }
+  }
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  const __mmask16 m0 = static_cast<__mmask16>(nr >= 16 ? 0xffffu : (1u << nr) - 1u);
+  const __mmask16 m1 = static_cast<__mmask16>(nr >= 32 ? 0xffffu : nr <= 16 ? 0u : (1u << (nr - 16)) - 1u);
+  for (int i = 0; i < mr; ++i) {
+    float* ci = c + i * ldc;
+    __m512 r0 = _mm512_mul_ps(acc[i][0], va), r1 = _mm512_mul_ps(acc[i][1], va);
+    if (beta != 0.0f) {
+      r0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, ci), r0);
+      r1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, ci + 16), r1);
+    }
+    _mm512_mask_storeu_ps(ci, m0, r0);
+    _mm512_mask_storeu_ps(ci + 16, m1, r1);
+  }
+}
+
+Config config_for(Isa isa) {
+  if (isa == Isa::avx512) return {8, 32, 256, 128, 256, ukr_avx512};
+  if (isa == Isa::avx2) return {6, 16, 256, 120, 256, ukr_avx2};
+  return {4, 8, 256, 64, 256, ukr_scalar};
+}
+
+// Pack rows [m0, m0+mc) × columns [k0, k0+kc) of op(A) into ceil(mc/MR) panels of kc×MR floats.
+template <typename TA>
+void pack_a(bool ta, const TA* A, int64_t lda, int64_t m0, int64_t mc, int64_t k0, int64_t kc, int MR, float* dst) {
+  for (int64_t t = 0; t * MR < mc; ++t) {
+    float* p = dst + t * kc * MR;
+    const int64_t r0 = m0 + t * MR;
+    const int rows = static_cast<int>(std::min<int64_t>(MR, m0 + mc - r0));
+    if (ta) {  // element (m, k) at A[k·lda + m]: MR contiguous values per k
+      for (int64_t k = 0; k < kc; ++k) {
+        const TA* s = A + (k0 + k) * lda + r0;
+        for (int r = 0; r < rows; ++r) p[k * MR + r] = to_f32(s[r]);
+        for (int r = rows; r < MR; ++r) p[k * MR + r] = 0.0f;
+      }
+    } else {
+      for (int r = 0; r < rows; ++r) {
+        const TA* s = A + (r0 + r) * lda + k0;
+        for (int64_t k = 0; k < kc; ++k) p[k * MR + r] = to_f32(s[k]);
+      }
+      for (int r = rows; r < MR; ++r) {
+        for (int64_t k = 0; k < kc; ++k) p[k * MR + r] = 0.0f;
+      }
+    }
+  }
+}
+
+// Pack rows [k0, k0+kc) × columns [n0, n0+nc) of op(B) into ceil(nc/NR) panels of kc×NR floats.
+template <typename TB>
+void pack_b(bool tb, const TB* B, int64_t ldb, int64_t k0, int64_t kc, int64_t n0, int64_t nc, int NR, float* dst) {
+  for (int64_t t = 0; t * NR < nc; ++t) {
+    float* p = dst + t * kc * NR;
+    const int64_t c0 = n0 + t * NR;
+    const int cols = static_cast<int>(std::min<int64_t>(NR, n0 + nc - c0));
+    if (!tb) {  // element (k, n) at B[k·ldb + n]: NR contiguous values per k
+      for (int64_t k = 0; k < kc; ++k) {
+        const TB* s = B + (k0 + k) * ldb + c0;
+        float* q = p + k * NR;
+        for (int j = 0; j < cols; ++j) q[j] = to_f32(s[j]);
+        for (int j = cols; j < NR; ++j) q[j] = 0.0f;
+      }
+    } else {  // element (k, n) at B[n·ldb + k]: each column of the panel is a contiguous row of B
+      // Eight rows of B at a time, so each group of packed values is written as a whole.
+      int j = 0;
+      for (; j + 8 <= cols; j += 8) {
+        const TB* s = B + (c0 + j) * ldb + k0;
+        for (int64_t k = 0; k < kc; ++k) {
+          float* q = p + k * NR + j;
+          for (int l = 0; l < 8; ++l) q[l] = to_f32(s[l * ldb + k]);
+        }
+      }
+      for (; j < cols; ++j) {
+        const TB* s = B + (c0 + j) * ldb + k0;
+        for (int64_t k = 0; k < kc; ++k) p[k * NR + j] = to_f32(s[k]);
+      }
+      for (int jj = cols; jj < NR; ++jj) {
+        for (int64_t k = 0; k < kc; ++k) p[k * NR + jj] = 0.0f;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+template <typename TA, typename TB>
+void gemm_packed(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const TA* A, int64_t lda,
+                 const TB* B, int64_t ldb, float beta, float* C, int64_t ldc, Isa isa) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) return scale_c(M, N, beta, C, ldc);
+  const Config cfg = config_for(clamp_isa(isa));
+  const int MR = cfg.mr, NR = cfg.nr;
+  const int64_t KC = cfg.kc, MC = cfg.mc;
+  const int nt = num_threads();
+  // Column blocks: NC wide, narrower (down to NR) when there would be too few tasks for the threads.
+  int64_t NC = cfg.nc;
+  const int64_t mblocks_all = (M + MC - 1) / MC;
+  while (NC > NR && ((N + NC - 1) / NC) * mblocks_all < 2 * nt) NC = std::max<int64_t>(NR, (NC / 2 + NR - 1) / NR * NR);
+  const int64_t nblocks = (N + NC - 1) / NC;
+  const int64_t nkb = (K + KC - 1) / KC;
+
+  // Rows of A are packed in super-blocks of whole MC blocks, bounded to ~32 MB of packed floats.
+  const int64_t mtile_rows = (MC + MR - 1) / MR * MR;  // padded rows of one MC block
+  const int64_t sb_blocks = std::max<int64_t>(1, (int64_t(8) << 20) / (mtile_rows * K));
+  static thread_local AlignedBuf abuf_tls;
+  for (int64_t s0 = 0; s0 < M; s0 += sb_blocks * MC) {
+    const int64_t srows = std::min<int64_t>(sb_blocks * MC, M - s0);
+    const int64_t mblocks = (srows + MC - 1) / MC;
+    float* apack = abuf_tls.get(static_cast<size_t>(mblocks * mtile_rows * K));
+    // Block (mb, kb) of A at apack + mb·mtile_rows·K + k0·(padded rows of block mb).
+    auto a_block = [&](int64_t mb, int64_t k0) {
+      const int64_t mc = std::min<int64_t>(MC, srows - mb * MC);
+      const int64_t rows = (mc + MR - 1) / MR * MR;
+      return apack + mb * mtile_rows * K + k0 * rows;
+    };
+    parallel_for(static_cast<size_t>(mblocks * nkb), 1, [&](size_t b, size_t e) {
+      for (size_t t = b; t < e; ++t) {
+        const int64_t mb = static_cast<int64_t>(t) / nkb, kb = static_cast<int64_t>(t) % nkb;
+        const int64_t k0 = kb * KC, kc = std::min(KC, K - k0);
+        const int64_t m0 = s0 + mb * MC, mc = std::min<int64_t>(MC, srows - mb * MC);
+        pack_a<TA>(ta, A, lda, m0, mc, k0, kc, MR, a_block(mb, k0));
+      }
+    });
+    const int64_t tasks = nblocks * mblocks;
+    parallel_for(static_cast<size_t>(tasks), 1, [&](size_t b, size_t e) {
+      static thread_local AlignedBuf bbuf;
+      float* bpack = bbuf.get(static_cast<size_t>(KC * ((NC + NR - 1) / NR * NR)));
+      for (size_t t = b; t < e; ++t) {
+        const int64_t nb = static_cast<int64_t>(t) / mblocks, mb = static_cast<int64_t>(t) % mblocks;
+        const int64_t n0 = nb * NC, nc = std::min(NC, N - n0);
+        const int64_t m0 = s0 + mb * MC, mc = std::min<int64_t>(MC, srows - mb * MC);
+        for (int64_t kb = 0; kb < nkb; ++kb) {
+          const int64_t k0 = kb * KC, kc = std::min(KC, K - k0);
+          pack_b<TB>(tb, B, ldb, k0, kc, n0, nc, NR, bpack);
+          const float* ablk = a_block(mb, k0);
+          const float bk = kb == 0 ? beta : 1.0f;
+          for (int64_t j = 0; j < nc; j += NR) {
+            const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j));
+            const float* bp = bpack + (j / NR) * kc * NR;
+            for (int64_t i = 0; i < mc; i += MR) {
+              const int mr = static_cast<int>(std::min<int64_t>(MR, mc - i));
+              cfg.ukr(kc, ablk + (i / MR) * kc * MR, bp, C + (m0 + i) * ldc + n0 + j, ldc, mr, nr, alpha, bk);
+            }
+          }
+        }
+      }
+    });
+  }
+}
+
+#define KILN_PACKED(TA, TB)                                                                                    \
+  template void gemm_packed<TA, TB>(bool, bool, int64_t, int64_t, int64_t, float, const TA*, int64_t, const TB*, \
+                                    int64_t, float, float*, int64_t, Isa);
+KILN_PACKED(float, float)
+KILN_PACKED(bfloat16_t, bfloat16_t)
+KILN_PACKED(float16_t, float16_t)
+#undef KILN_PACKED
+
+}  // namespace kiln::cpu

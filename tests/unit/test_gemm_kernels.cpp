@@ -155,15 +155,17 @@ TEST_P(GemmKernels, ManyBlocks) {
   check_one<float>(Algo::skinny, GetParam(), true, true, 8, 5000, 70, 1.0f, 0.0f, g);
 }
 
-INSTANTIATE_TEST_SUITE_P(Isa, GemmKernels, ::testing::Values(cpu::Isa::scalar, cpu::Isa::avx2, cpu::Isa::avx512),
+INSTANTIATE_TEST_SUITE_P(Isa, GemmKernels, ::testing::Values(cpu::Isa::scalar, cpu::Isa::avx2, cpu::Isa::avx512,
+                                                          cpu::Isa::avx512bf16),
                          [](const ::testing::TestParamInfo<cpu::Isa>& i) { return std::string(cpu::isa_name(i.param)); });
 
 TEST(GemmIsa, ParseAndLevel) {
   EXPECT_EQ(cpu::parse_isa("scalar"), cpu::Isa::scalar);
   EXPECT_EQ(cpu::parse_isa("avx2"), cpu::Isa::avx2);
   EXPECT_EQ(cpu::parse_isa("avx512"), cpu::Isa::avx512);
-  EXPECT_EQ(cpu::parse_isa(nullptr), cpu::Isa::avx512);
-  EXPECT_EQ(cpu::parse_isa("bogus"), cpu::Isa::avx512);
+  EXPECT_EQ(cpu::parse_isa("avx512bf16"), cpu::Isa::avx512bf16);
+  EXPECT_EQ(cpu::parse_isa(nullptr), cpu::Isa::avx512bf16);
+  EXPECT_EQ(cpu::parse_isa("bogus"), cpu::Isa::avx512bf16);
   // The level in use is the detected one lowered by KILN_CPU_ISA (the ctest runs gemm_isa_avx2 / _scalar
   // repeat this suite with it set).
   const char* env = std::getenv("KILN_CPU_ISA");

@@ -22,10 +22,17 @@ inline bool has_f16c() {
 }
 
 // Instruction-set levels of the dispatched kernels, ordered. avx2 means AVX2 + FMA + F16C; avx512 means
-// AVX-512 F, BW, DQ and VL (with the OS saving the zmm state).
-enum class Isa : int { scalar = 0, avx2 = 1, avx512 = 2 };
+// AVX-512 F, BW, DQ and VL (with the OS saving the zmm state); avx512bf16 adds AVX512_BF16 (vdpbf16ps).
+enum class Isa : int { scalar = 0, avx2 = 1, avx512 = 2, avx512bf16 = 3 };
 
-inline const char* isa_name(Isa i) { return i == Isa::avx512 ? "avx512" : i == Isa::avx2 ? "avx2" : "scalar"; }
+inline const char* isa_name(Isa i) {
+  switch (i) {
+    case Isa::avx512bf16: return "avx512bf16";
+    case Isa::avx512: return "avx512";
+    case Isa::avx2: return "avx2";
+    default: return "scalar";
+  }
+}
 
 // The highest level this CPU (and OS) supports.
 inline Isa isa_detected() {
@@ -43,8 +50,11 @@ inline Isa isa_detected() {
     if (!__get_cpuid_count(7, 0, &a7, &b7, &c7, &d7)) return Isa::scalar;
     const bool avx2 = (b7 & bit_AVX2) != 0;
     const bool avx512 = (b7 & bit_AVX512F) && (b7 & bit_AVX512BW) && (b7 & bit_AVX512DQ) && (b7 & bit_AVX512VL);
-    if (avx2 && fma && f16c && ymm_os) return avx512 && zmm_os ? Isa::avx512 : Isa::avx2;
-    return Isa::scalar;
+    if (!(avx2 && fma && f16c && ymm_os)) return Isa::scalar;
+    if (!(avx512 && zmm_os)) return Isa::avx2;
+    unsigned a71 = 0, b71 = 0, c71 = 0, d71 = 0;
+    const bool bf16 = __get_cpuid_count(7, 1, &a71, &b71, &c71, &d71) && (a71 & (1u << 5)) != 0;
+    return bf16 ? Isa::avx512bf16 : Isa::avx512;
   }();
   return level;
 #else
@@ -52,14 +62,15 @@ inline Isa isa_detected() {
 #endif
 }
 
-// "scalar", "avx2" or "avx512" (case as written) to a level; anything else (or null) is no limit.
+// "scalar", "avx2", "avx512" or "avx512bf16" to a level; anything else (or null) is no limit.
 inline Isa parse_isa(const char* s) {
   if (s && std::strcmp(s, "scalar") == 0) return Isa::scalar;
   if (s && std::strcmp(s, "avx2") == 0) return Isa::avx2;
-  return Isa::avx512;
+  if (s && std::strcmp(s, "avx512") == 0) return Isa::avx512;
+  return Isa::avx512bf16;
 }
 
-// The level forced by KILN_CPU_ISA=scalar|avx2|avx512 (read once), Isa::avx512 (no limit) when unset.
+// The level forced by KILN_CPU_ISA=scalar|avx2|avx512 (read once); the highest level (no limit) when unset.
 inline Isa isa_override() {
   static const Isa forced = parse_isa(std::getenv("KILN_CPU_ISA"));
   return forced;
@@ -68,7 +79,7 @@ inline Isa isa_override() {
 // The level dispatched kernels use: the CPU's, lowered by KILN_CPU_ISA.
 inline Isa isa_level() {
   const Isa d = isa_detected(), o = isa_override();
-  return static_cast<int>(o) < static_cast<int>(d) ? o : d;
+  return o < d ? o : d;
 }
 
 }  // namespace kiln::cpu

@@ -157,6 +157,15 @@ KILN_T256 void axpy_cols_avx2(int64_t K, const float* X, int64_t ldx, const TB* 
 }
 
 // ---------------------------------------------------------------- AVX-512 (F, BW, DQ, VL)
+// (GCC 12's _mm512_reduce_add_ps trips -Wuninitialized in its own header.)
+KILN_T512 inline float hsum512(__m512 v) {
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
 template <int MB, int NB, typename TB>
 KILN_T512 void dot_tile_avx512(int64_t K, const float* X, int64_t ldx, const TB* W, int64_t ldw, float* C,
                                int64_t ldc, float alpha, float beta) {
@@ -190,7 +199,7 @@ KILN_T512 void dot_tile_avx512(int64_t K, const float* X, int64_t ldx, const TB*
     }
   }
   for (int i = 0; i < MB; ++i) {
-    for (int j = 0; j < NB; ++j) store1(C + i * ldc + j, _mm512_reduce_add_ps(acc[i][j]), alpha, beta);
+    for (int j = 0; j < NB; ++j) store1(C + i * ldc + j, hsum512(acc[i][j]), alpha, beta);
   }
 }
 
@@ -257,7 +266,7 @@ struct SkinnyKernels {
 
 template <typename TB>
 SkinnyKernels<TB> kernels_for(Isa isa) {
-  if (isa == Isa::avx512) {
+  if (isa >= Isa::avx512) {
     return {4,
             {{dot_tile_avx512<1, 1, TB>, dot_tile_avx512<1, 4, TB>},
              {dot_tile_avx512<2, 1, TB>, dot_tile_avx512<2, 4, TB>},

@@ -13,6 +13,7 @@
 // Functions compiled for one instruction-set level, called only after the run-time check (cpu_features.h).
 #define KILN_T256 __attribute__((target("avx2,fma,f16c")))
 #define KILN_T512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")))
+#define KILN_T512BF16 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,avx2,fma,f16c")))
 
 namespace kiln::cpu::gemm_detail {
 
@@ -37,10 +38,7 @@ inline void scale_c(int64_t M, int64_t N, float beta, float* C, int64_t ldc) {
 }
 
 // `isa` lowered to what the CPU has.
-inline Isa clamp_isa(Isa isa) {
-  const Isa d = isa_detected();
-  return static_cast<int>(isa) < static_cast<int>(d) ? isa : d;
-}
+inline Isa clamp_isa(Isa isa) { return isa < isa_detected() ? isa : isa_detected(); }
 
 // 8 elements widened to float32.
 KILN_T256 __attribute__((always_inline)) inline __m256 ld8(const float* p) { return _mm256_loadu_ps(p); }

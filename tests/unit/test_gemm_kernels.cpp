@@ -13,6 +13,11 @@
 #include "backend/cpu/threading.h"
 #include "linalg_test_util.h"
 
+namespace kiln::cpu {
+// Test names print the level by name.
+inline void PrintTo(Isa i, std::ostream* os) { *os << isa_name(i); }
+}  // namespace kiln::cpu
+
 namespace {
 
 namespace mx = kiln;

@@ -229,9 +229,9 @@ inline void pack_pairs_b(bool tb, const uint16_t* B, int64_t ldb, int64_t k0, in
 }
 
 Config config_for(Isa isa) {
-  if (isa >= Isa::avx512) return {8, 32, 256, 128, 256, ukr_avx512};
-  if (isa == Isa::avx2) return {6, 16, 256, 120, 256, ukr_avx2};
-  return {4, 8, 256, 64, 256, ukr_scalar};
+  if (isa >= Isa::avx512) return {8, 32, 256, 128, 128, ukr_avx512};
+  if (isa == Isa::avx2) return {6, 16, 256, 120, 128, ukr_avx2};
+  return {4, 8, 256, 64, 128, ukr_scalar};
 }
 
 // Pack rows [m0, m0+mc) × columns [k0, k0+kc) of op(A) into ceil(mc/MR) panels of kc×MR floats.
@@ -331,12 +331,11 @@ void packed_driver(int64_t M, int64_t N, int64_t K, float alpha, float beta, flo
         pack_a(m0, mc, k0, kc, a_block(mb, kb));
       }
     });
-    const int64_t tasks = nblocks * mblocks;
-    parallel_for(static_cast<size_t>(tasks), 1, [&](size_t b, size_t e) {
+    run_tasks(nblocks * mblocks, [&](int64_t t) {
       static thread_local AlignedBuf bbuf;
       P* bpack = reinterpret_cast<P*>(bbuf.get(static_cast<size_t>((KC + KP - 1) / KP * ((NC0 + NR - 1) / NR * NR))));
-      for (size_t t = b; t < e; ++t) {
-        const int64_t nb = static_cast<int64_t>(t) / mblocks, mb = static_cast<int64_t>(t) % mblocks;
+      {
+        const int64_t nb = t / mblocks, mb = t % mblocks;
         const int64_t n0 = nb * NC, nc = std::min(NC, N - n0);
         const int64_t m0 = s0 + mb * MC, mc = std::min<int64_t>(MC, srows - mb * MC);
         for (int64_t kb = 0; kb < nkb; ++kb) {
@@ -373,7 +372,7 @@ void gemm_packed(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
       const auto* a16 = reinterpret_cast<const uint16_t*>(A);
       const auto* b16 = reinterpret_cast<const uint16_t*>(B);
       packed_driver<uint32_t, 2>(
-          M, N, K, alpha, beta, C, ldc, MR, NR, 512, 128, 256,
+          M, N, K, alpha, beta, C, ldc, MR, NR, 512, 128, 128,
           [&](int64_t m0, int64_t mc, int64_t k0, int64_t kc, uint32_t* d) { pack_pairs_a(ta, a16, lda, m0, mc, k0, kc, MR, d); },
           [&](int64_t k0, int64_t kc, int64_t n0, int64_t nc, uint32_t* d) { pack_pairs_b(tb, b16, ldb, k0, kc, n0, nc, NR, d); },
           ukr_avx512bf16);

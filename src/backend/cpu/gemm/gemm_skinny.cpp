@@ -323,25 +323,24 @@ void gemm_skinny(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
     X = xbuf.data();
   }
   const SkinnyKernels<TB> kr = kernels_for<TB>(isa);
-  // At least ~64 KB of B per task, so waking a thread pays.
-  constexpr int64_t kMinElems = 16384;
+  // Tasks of about 128 KB of float32 B each (at least one vector group of columns), handed out dynamically.
+  constexpr int64_t kTaskElems = 32768;
   if (tb) {
-    const size_t grain = static_cast<size_t>(std::max<int64_t>(4, (kMinElems / K + 3) / 4 * 4));
-    parallel_for(static_cast<size_t>(N), grain, [&](size_t s, size_t e) {
-      const int64_t n1 = static_cast<int64_t>(e);
+    const int64_t rows = std::max<int64_t>(4, (kTaskElems / K + 3) / 4 * 4);
+    run_tasks((N + rows - 1) / rows, [&](int64_t t) {
+      const int64_t n1 = std::min(N, (t + 1) * rows);
       for (int64_t m = 0; m < M; m += kr.max_mb) {
         const int mb = static_cast<int>(std::min<int64_t>(kr.max_mb, M - m));
-        int64_t n = static_cast<int64_t>(s);
+        int64_t n = t * rows;
         for (; n + 4 <= n1; n += 4) kr.dot[mb - 1][1](K, X + m * ldx, ldx, B + n * ldb, ldb, C + m * ldc + n, ldc, alpha, beta);
         for (; n < n1; ++n) kr.dot[mb - 1][0](K, X + m * ldx, ldx, B + n * ldb, ldb, C + m * ldc + n, ldc, alpha, beta);
       }
     });
   } else {
-    constexpr int64_t G = 32;  // columns per unit of work (a multiple of every vector width)
-    const int64_t groups = (N + G - 1) / G;
-    const size_t grain = static_cast<size_t>(std::max<int64_t>(1, kMinElems / (K * G)));
-    parallel_for(static_cast<size_t>(groups), grain, [&](size_t s, size_t e) {
-      const int64_t n0 = static_cast<int64_t>(s) * G, n1 = std::min<int64_t>(N, static_cast<int64_t>(e) * G);
+    constexpr int64_t G = 32;  // columns per unit (a multiple of every vector width)
+    const int64_t cols = std::max<int64_t>(1, kTaskElems / (K * G)) * G;
+    run_tasks((N + cols - 1) / cols, [&](int64_t t) {
+      const int64_t n0 = t * cols, n1 = std::min(N, n0 + cols);
       for (int64_t m = 0; m < M; m += kr.axpy_mb) {
         const int mb = static_cast<int>(std::min<int64_t>(kr.axpy_mb, M - m));
         kr.axpy[mb - 1](K, X + m * ldx, ldx, B, ldb, n0, n1, C + m * ldc, ldc, alpha, beta);

@@ -4,10 +4,21 @@
 
 #include <immintrin.h>
 
+// GCC 12's AVX-512 headers build results from _mm512_undefined_*() (x = x), which -Wuninitialized reports
+// once the intrinsics are inlined here; the warning is about the header, not this code.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/threading.h"
 #include "kiln/dtype.h"
 
 // Functions compiled for one instruction-set level, called only after the run-time check (cpu_features.h).
@@ -35,6 +46,19 @@ inline void scale_c(int64_t M, int64_t N, float beta, float* C, int64_t ldc) {
     float* c = C + m * ldc;
     for (int64_t n = 0; n < N; ++n) c[n] = beta == 0.0f ? 0.0f : beta * c[n];
   }
+}
+
+// fn(t) for every task t in [0, ntasks), handed out one at a time from a shared counter to as many threads
+// as there are (cpu::parallel_for with one chunk per thread): a thread that is descheduled or slow leaves its
+// share to the others, where fixed chunks would make everyone wait for it. Runs serially inside a
+// parallel region or with one task.
+inline void run_tasks(int64_t ntasks, const std::function<void(int64_t)>& fn) {
+  if (ntasks <= 0) return;
+  const int64_t nt = std::min<int64_t>(num_threads(), ntasks);
+  std::atomic<int64_t> next{0};
+  parallel_for(static_cast<size_t>(nt), 1, [&](size_t, size_t) {
+    for (int64_t t; (t = next.fetch_add(1, std::memory_order_relaxed)) < ntasks;) fn(t);
+  });
 }
 
 // `isa` lowered to what the CPU has.

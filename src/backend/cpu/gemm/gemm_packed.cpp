@@ -16,6 +16,7 @@
 #include "backend/cpu/gemm/gemm.h"
 #include "backend/cpu/gemm/gemm_util.h"
 #include "backend/cpu/threading.h"
+#include "kiln/array.h"
 
 namespace kiln::cpu {
 
@@ -312,11 +313,13 @@ void packed_driver(int64_t M, int64_t N, int64_t K, float alpha, float beta, flo
   // Rows of A are packed in super-blocks of whole MC blocks, bounded to ~32 MB of packed values.
   const int64_t mtile_rows = (MC + MR - 1) / MR * MR;  // padded rows of one MC block
   const int64_t sb_blocks = std::max<int64_t>(1, (int64_t(8) << 20) / (mtile_rows * kpad));
-  static thread_local AlignedBuf abuf_tls;
+  // Packed A comes from the array allocator (its buffer cache); the per-thread B blocks stay in place.
+  const int64_t sb_rows = std::min<int64_t>(sb_blocks * MC, (M + MC - 1) / MC * MC);
+  const auto abuf = detail::allocate(static_cast<size_t>(sb_rows / MC * mtile_rows * kpad) * sizeof(P));
+  P* apack = static_cast<P*>(abuf->ptr);
   for (int64_t s0 = 0; s0 < M; s0 += sb_blocks * MC) {
     const int64_t srows = std::min<int64_t>(sb_blocks * MC, M - s0);
     const int64_t mblocks = (srows + MC - 1) / MC;
-    P* apack = reinterpret_cast<P*>(abuf_tls.get(static_cast<size_t>(mblocks * mtile_rows * kpad)));
     // Block (mb, kb) of A at apack + mb·mtile_rows·kpad + kb·(KC / KP)·(padded rows of block mb).
     auto a_block = [&](int64_t mb, int64_t kb) {
       const int64_t mc = std::min<int64_t>(MC, srows - mb * MC);

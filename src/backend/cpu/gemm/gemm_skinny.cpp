@@ -178,7 +178,13 @@ KILN_T512 void dot_tile_avx512(int64_t K, const float* X, int64_t ldx, const TB*
   for (; k + 16 <= K; k += 16) {
     __m512 w[NB];
 #pragma GCC unroll 8
-    for (int j = 0; j < NB; ++j) w[j] = ld16(W + j * ldw + k);
+    for (int j = 0; j < NB; ++j) {
+      // 16-bit rows: prefetch the same place in the next tile's rows (NB rows on). A step reads half a
+      // line per row, so the out-of-order window alone keeps half as many lines in flight as for float32;
+      // measured ~10% faster on the 32000 × 1024 bfloat16 head, and no gain (slower) for float32.
+      if constexpr (sizeof(TB) == 2) _mm_prefetch(reinterpret_cast<const char*>(W + (j + NB) * ldw + k), _MM_HINT_T0);
+      w[j] = ld16(W + j * ldw + k);
+    }
 #pragma GCC unroll 8
     for (int i = 0; i < MB; ++i) {
       const __m512 x = _mm512_loadu_ps(X + i * ldx + k);

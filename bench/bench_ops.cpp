@@ -190,6 +190,9 @@ BENCHMARK(BM_GemvF32)->Apply([](benchmark::internal::Benchmark* b) { gemm_shapes
 BENCHMARK(BM_GemvBF16)->Apply([](benchmark::internal::Benchmark* b) { gemm_shapes(b, 1); });
 BENCHMARK(BM_SgemmF32)->Apply([](benchmark::internal::Benchmark* b) { gemm_shapes(b, 128); });
 BENCHMARK(BM_SgemmBF16)->Apply([](benchmark::internal::Benchmark* b) { gemm_shapes(b, 128); });
+// Other row counts (small batches, the mlp case's 256 rows) against one weight shape.
+BENCHMARK(BM_SgemmF32)->Args({16, 1024, 2816})->Args({32, 1024, 2816})->Args({64, 1024, 2816})->Args({256, 1024, 4096})
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // x (M×K) @ W with W (K×N) stored (the other layout), float32, M = 1 and 4.
 void BM_GemvF32KxN(benchmark::State& st) {

@@ -22,9 +22,10 @@ struct real_of<complex64_t> {
 template <typename T>
 using real_t = typename real_of<T>::type;
 
-// Row-major C = alpha · op(A) · op(B) + beta · C, where op transposes when `ta` / `tb` is set. float32 goes to
-// kiln's own kernels (backend/cpu/gemm/: skinny products at memory bandwidth, packed micro-kernels for the
-// rest) on CPUs with AVX2 or AVX-512, to OpenBLAS otherwise; double and complex64 go to OpenBLAS.
+// Row-major C = alpha · op(A) · op(B) + beta · C, where op transposes when `ta` / `tb` is set. float32 with
+// up to 256 rows of C goes to kiln's own kernels (backend/cpu/gemm/: skinny products at memory bandwidth,
+// packed micro-kernels up to prefill sizes) on CPUs with AVX2 or AVX-512; taller float32 products, and
+// double and complex64, go to OpenBLAS.
 void gemm(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
           float beta, float* C, int ldc);
 void gemm(bool ta, bool tb, int M, int N, int K, double alpha, const double* A, int lda, const double* B, int ldb,

@@ -263,34 +263,42 @@ void pack_a(bool ta, const TA* A, int64_t lda, int64_t m0, int64_t mc, int64_t k
 // Pack rows [k0, k0+kc) × columns [n0, n0+nc) of op(B) into ceil(nc/NR) panels of kc×NR floats.
 template <typename TB>
 void pack_b(bool tb, const TB* B, int64_t ldb, int64_t k0, int64_t kc, int64_t n0, int64_t nc, int NR, float* dst) {
-  for (int64_t t = 0; t * NR < nc; ++t) {
+  const int64_t strips = (nc + NR - 1) / NR;
+  if (!tb) {
+    // Element (k, n) at B[k·ldb + n]: each row of the block is read once, front to back, and dealt out to
+    // the panels (reading panel by panel would revisit every row once per panel, strided by ldb).
+    for (int64_t k = 0; k < kc; ++k) {
+      const TB* s = B + (k0 + k) * ldb + n0;
+      for (int64_t t = 0; t < strips; ++t) {
+        float* q = dst + t * kc * NR + k * NR;
+        const int cols = static_cast<int>(std::min<int64_t>(NR, nc - t * NR));
+        const TB* st = s + t * NR;
+        for (int j = 0; j < cols; ++j) q[j] = to_f32(st[j]);
+        for (int j = cols; j < NR; ++j) q[j] = 0.0f;
+      }
+    }
+    return;
+  }
+  for (int64_t t = 0; t < strips; ++t) {
     float* p = dst + t * kc * NR;
     const int64_t c0 = n0 + t * NR;
     const int cols = static_cast<int>(std::min<int64_t>(NR, n0 + nc - c0));
-    if (!tb) {  // element (k, n) at B[k·ldb + n]: NR contiguous values per k
+    // Element (k, n) at B[n·ldb + k]: each column of the panel is a contiguous row of B. Eight rows of B
+    // at a time, so each group of packed values is written as a whole.
+    int j = 0;
+    for (; j + 8 <= cols; j += 8) {
+      const TB* s = B + (c0 + j) * ldb + k0;
       for (int64_t k = 0; k < kc; ++k) {
-        const TB* s = B + (k0 + k) * ldb + c0;
-        float* q = p + k * NR;
-        for (int j = 0; j < cols; ++j) q[j] = to_f32(s[j]);
-        for (int j = cols; j < NR; ++j) q[j] = 0.0f;
+        float* q = p + k * NR + j;
+        for (int l = 0; l < 8; ++l) q[l] = to_f32(s[l * ldb + k]);
       }
-    } else {  // element (k, n) at B[n·ldb + k]: each column of the panel is a contiguous row of B
-      // Eight rows of B at a time, so each group of packed values is written as a whole.
-      int j = 0;
-      for (; j + 8 <= cols; j += 8) {
-        const TB* s = B + (c0 + j) * ldb + k0;
-        for (int64_t k = 0; k < kc; ++k) {
-          float* q = p + k * NR + j;
-          for (int l = 0; l < 8; ++l) q[l] = to_f32(s[l * ldb + k]);
-        }
-      }
-      for (; j < cols; ++j) {
-        const TB* s = B + (c0 + j) * ldb + k0;
-        for (int64_t k = 0; k < kc; ++k) p[k * NR + j] = to_f32(s[k]);
-      }
-      for (int jj = cols; jj < NR; ++jj) {
-        for (int64_t k = 0; k < kc; ++k) p[k * NR + jj] = 0.0f;
-      }
+    }
+    for (; j < cols; ++j) {
+      const TB* s = B + (c0 + j) * ldb + k0;
+      for (int64_t k = 0; k < kc; ++k) p[k * NR + j] = to_f32(s[k]);
+    }
+    for (int jj = cols; jj < NR; ++jj) {
+      for (int64_t k = 0; k < kc; ++k) p[k * NR + jj] = 0.0f;
     }
   }
 }

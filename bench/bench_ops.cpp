@@ -191,7 +191,7 @@ BENCHMARK(BM_GemvBF16)->Apply([](benchmark::internal::Benchmark* b) { gemm_shape
 BENCHMARK(BM_SgemmF32)->Apply([](benchmark::internal::Benchmark* b) { gemm_shapes(b, 128); });
 BENCHMARK(BM_SgemmBF16)->Apply([](benchmark::internal::Benchmark* b) { gemm_shapes(b, 128); });
 // Other row counts (small batches, the mlp case's 256 rows) against one weight shape.
-BENCHMARK(BM_SgemmF32)->Args({16, 1024, 2816})->Args({32, 1024, 2816})->Args({64, 1024, 2816})->Args({256, 1024, 4096})
+BENCHMARK(BM_SgemmF32)->Args({16, 1024, 2816})->Args({32, 1024, 2816})->Args({64, 1024, 2816})->Args({256, 1024, 4096})->Args({256, 512, 512})->Args({256, 64, 256})->Args({128, 64, 128})->Args({128, 128, 64})->Args({128, 512, 512})->Args({64, 64, 128})
     ->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // x (M×K) @ W with W (K×N) stored (the other layout), float32, M = 1 and 4.
@@ -205,7 +205,7 @@ void BM_GemvF32KxN(benchmark::State& st) {
   st.counters["GB/s"] = benchmark::Counter(static_cast<double>(st.iterations()) * N * K * 4.0,
                                            benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
 }
-BENCHMARK(BM_GemvF32KxN)->Args({1, 1024, 2816})->Args({4, 2816, 1024})->Args({128, 1024, 1024})->Args({128, 1024, 2816})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_GemvF32KxN)->Args({1, 1024, 2816})->Args({4, 2816, 1024})->Args({128, 1024, 1024})->Args({128, 1024, 2816})->Args({256, 256, 64})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

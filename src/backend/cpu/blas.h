@@ -22,10 +22,10 @@ struct real_of<complex64_t> {
 template <typename T>
 using real_t = typename real_of<T>::type;
 
-// Row-major C = alpha · op(A) · op(B) + beta · C, where op transposes when `ta` / `tb` is set. float32 with
-// up to 256 rows of C goes to kiln's own kernels (backend/cpu/gemm/: skinny products at memory bandwidth,
-// packed micro-kernels up to prefill sizes) on CPUs with AVX2 or AVX-512; taller float32 products, and
-// double and complex64, go to OpenBLAS.
+// Row-major C = alpha · op(A) · op(B) + beta · C, where op transposes when `ta` / `tb` is set. On CPUs with
+// AVX2 or AVX-512, float32 products with up to 8 rows of C (skinny, at memory bandwidth), or up to 128 rows
+// with K >= 1024 (prefill), go to kiln's own kernels (backend/cpu/gemm/), where they were measured faster
+// or equal; other float32 products, and double and complex64, go to OpenBLAS.
 void gemm(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
           float beta, float* C, int ldc);
 void gemm(bool ta, bool tb, int M, int N, int K, double alpha, const double* A, int lda, const double* B, int ldb,

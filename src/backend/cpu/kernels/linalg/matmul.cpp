@@ -1,4 +1,4 @@
-// CPU kernels of Matmul and AddMM through BLAS (cpu::gemm, whose float32 path is kiln's own kernels).
+// CPU kernels of Matmul and AddMM through BLAS (cpu::gemm, which picks kiln's kernels or OpenBLAS).
 // Operands whose strides BLAS can express (row- or column-major with any leading dimension) are passed
 // without copies; 16-bit floats are computed in float32 and rounded once. 16-bit operands with such strides
 // go straight to the float32-accumulating kernels (backend/cpu/gemm/gemm.h), which widen them in registers or

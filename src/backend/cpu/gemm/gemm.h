@@ -6,12 +6,19 @@
 //    16-bit B elements are widened to float in registers.
 //  - packed products (the rest, e.g. prefill): cache blocks of A and B are packed into float panels (16-bit
 //    elements converted while packing) and a register-tile micro-kernel (8x32 with AVX-512, 6x16 with AVX2,
-//    4x8 portable) accumulates each tile of C; threads take disjoint column blocks of C.
+//    4x8 portable) accumulates each tile of C; threads take (column block, row block) tasks of C from a
+//    shared counter. bfloat16 x bfloat16 on CPUs with AVX512_BF16 packs pairs of bfloat16 along k instead
+//    and multiplies them with vdpbf16ps (exact products, float32 sums, denormals flushed), twice the
+//    multiply rate of the float32 kernel.
+//
+// cpu::gemm (blas.h) sends float32 here where these kernels were measured faster than OpenBLAS; Matmul /
+// AddMM send every 16-bit product with BLAS-style strides here.
 //
 // All products accumulate in float32 and round once when stored, which is what MLX's CPU backend gets by
-// converting 16-bit operands to float32 and calling sgemm. The summation order differs from a BLAS (per
-// k-block partial sums, vector lanes reduced at the end), so results agree with OpenBLAS to float32
-// rounding, not bit for bit.
+// converting 16-bit operands to float32 and calling sgemm: each product of (widened) elements is exact in
+// float32 for 16-bit inputs and is added with one rounding (fused multiply-add), as in sgemm. The summation
+// order differs from a BLAS (per k-block partial sums, vector lanes reduced at the end), so results agree
+// with OpenBLAS / MLX to float32 rounding, not bit for bit.
 #pragma once
 
 #include <cstdint>

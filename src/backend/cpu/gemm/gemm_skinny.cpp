@@ -2,8 +2,8 @@
 //
 // Two layouts of B, the two that language-model decoding produces:
 //  - "dot" (tb: B stored N×K row-major, e.g. x @ W.T of nn.Linear): output column n is the dot product of
-//    B's row n with each row of A. A tile of up to 4 rows of A × 4 rows of B keeps one vector accumulator
-//    per pair, reduced across lanes once at the end.
+//    B's row n with each row of A. A tile of up to 4 rows of A × 4 rows of B (1 × 8 for a single row of A,
+//    with AVX-512) keeps one vector accumulator per pair, reduced across lanes once at the end.
 //  - "axpy" (B stored K×N row-major, x @ W): a block of output columns accumulates A[m, k] · B[k, cols]
 //    over k, one vector accumulator per (row of A, vector of columns).
 // Threads split the output columns, so each reads a disjoint part of B. 16-bit B elements are widened to
@@ -268,6 +268,7 @@ struct SkinnyKernels {
   DotTile<TB> dot[4][2];
   int axpy_mb;
   AxpyCols<TB> axpy[8];
+  DotTile<TB> dot1x8;  // one row of A against 8 rows of B (decode), where the level has one
 };
 
 template <typename TB>
@@ -280,7 +281,8 @@ SkinnyKernels<TB> kernels_for(Isa isa) {
              {dot_tile_avx512<4, 1, TB>, dot_tile_avx512<4, 4, TB>}},
             8,
             {axpy_cols_avx512<1, TB>, axpy_cols_avx512<2, TB>, axpy_cols_avx512<3, TB>, axpy_cols_avx512<4, TB>,
-             axpy_cols_avx512<5, TB>, axpy_cols_avx512<6, TB>, axpy_cols_avx512<7, TB>, axpy_cols_avx512<8, TB>}};
+             axpy_cols_avx512<5, TB>, axpy_cols_avx512<6, TB>, axpy_cols_avx512<7, TB>, axpy_cols_avx512<8, TB>},
+            dot_tile_avx512<1, 8, TB>};
   }
   if (isa == Isa::avx2) {
     // 16 ymm registers: at most 2 rows of A × 4 rows of B (8 accumulators) in the dot tiles.
@@ -291,7 +293,8 @@ SkinnyKernels<TB> kernels_for(Isa isa) {
              {nullptr, nullptr}},
             4,
             {axpy_cols_avx2<1, TB>, axpy_cols_avx2<2, TB>, axpy_cols_avx2<3, TB>, axpy_cols_avx2<4, TB>, nullptr,
-             nullptr, nullptr, nullptr}};
+             nullptr, nullptr, nullptr},
+            nullptr};
   }
   return {4,
           {{dot_tile_scalar<1, 1, TB>, dot_tile_scalar<1, 4, TB>},
@@ -300,7 +303,8 @@ SkinnyKernels<TB> kernels_for(Isa isa) {
            {dot_tile_scalar<4, 1, TB>, dot_tile_scalar<4, 4, TB>}},
           4,
           {axpy_cols_scalar<1, TB>, axpy_cols_scalar<2, TB>, axpy_cols_scalar<3, TB>, axpy_cols_scalar<4, TB>,
-           nullptr, nullptr, nullptr, nullptr}};
+           nullptr, nullptr, nullptr, nullptr},
+          nullptr};
 }
 
 }  // namespace
@@ -338,6 +342,11 @@ void gemm_skinny(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
       for (int64_t m = 0; m < M; m += kr.max_mb) {
         const int mb = static_cast<int>(std::min<int64_t>(kr.max_mb, M - m));
         int64_t n = t * rows;
+        // One row of A: 8 rows of B per tile (more loads in flight per instruction; measured 5-13% less
+        // CPU time than 4 on the 32000 × 1024 head, float32 and bfloat16).
+        if (mb == 1 && kr.dot1x8) {
+          for (; n + 8 <= n1; n += 8) kr.dot1x8(K, X + m * ldx, ldx, B + n * ldb, ldb, C + m * ldc + n, ldc, alpha, beta);
+        }
         for (; n + 4 <= n1; n += 4) kr.dot[mb - 1][1](K, X + m * ldx, ldx, B + n * ldb, ldb, C + m * ldc + n, ldc, alpha, beta);
         for (; n < n1; ++n) kr.dot[mb - 1][0](K, X + m * ldx, ldx, B + n * ldb, ldb, C + m * ldc + n, ldc, alpha, beta);
       }

@@ -234,6 +234,56 @@ void BM_RowAttention(benchmark::State& st) {
 }
 BENCHMARK(BM_RowAttention)->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// ---- GEMM kernels (issue 12: decode / prefill matmuls) ----
+// x (M×K) @ W.T with W (N×K) stored, the layout of nn.Linear in the llama files, in float32 and bfloat16.
+// Args: M, K, N. Counters: GB/s of weights read (what bounds M = 1) and GFLOP/s (what bounds prefill).
+void gemm_linear(benchmark::State& st, mx::Dtype t) {
+  const int M = static_cast<int>(st.range(0)), K = static_cast<int>(st.range(1)), N = static_cast<int>(st.range(2));
+  auto x = mx::astype(rand_like({M, K}), t);
+  auto w = mx::astype(rand_like({N, K}, 0.5f), t);
+  mx::eval(x);
+  mx::eval(w);
+  auto wt = mx::transpose(w);
+  for (auto _ : st) {
+    auto y = mx::matmul(x, wt);
+    y.eval();
+  }
+  const double it = static_cast<double>(st.iterations());
+  st.counters["GB/s"] = benchmark::Counter(it * N * K * static_cast<double>(mx::size_of(t)), benchmark::Counter::kIsRate,
+                                           benchmark::Counter::kIs1000);
+  st.counters["GFLOP/s"] = benchmark::Counter(it * 2.0 * M * N * K * 1e-9, benchmark::Counter::kIsRate);
+}
+void BM_GemvF32(benchmark::State& st) { gemm_linear(st, mx::float32); }
+void BM_GemvBF16(benchmark::State& st) { gemm_linear(st, mx::bfloat16); }
+void BM_SgemmF32(benchmark::State& st) { gemm_linear(st, mx::float32); }
+void BM_SgemmBF16(benchmark::State& st) { gemm_linear(st, mx::bfloat16); }
+void gemm_shapes(benchmark::internal::Benchmark* b, int M) {
+  for (auto kn : {std::pair{1024, 1024}, {1024, 256}, {1024, 2816}, {2816, 1024}, {1024, 32000}}) {
+    b->Args({M, kn.first, kn.second});
+  }
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+BENCHMARK(BM_GemvF32)->Apply([](benchmark::internal::Benchmark* b) { gemm_shapes(b, 1); });
+BENCHMARK(BM_GemvBF16)->Apply([](benchmark::internal::Benchmark* b) { gemm_shapes(b, 1); });
+BENCHMARK(BM_SgemmF32)->Apply([](benchmark::internal::Benchmark* b) { gemm_shapes(b, 128); });
+BENCHMARK(BM_SgemmBF16)->Apply([](benchmark::internal::Benchmark* b) { gemm_shapes(b, 128); });
+// Other row counts (small batches, the mlp case's 256 rows) against one weight shape.
+BENCHMARK(BM_SgemmF32)->Args({16, 1024, 2816})->Args({32, 1024, 2816})->Args({64, 1024, 2816})->Args({256, 1024, 4096})->Args({256, 512, 512})->Args({256, 64, 256})->Args({128, 64, 128})->Args({128, 128, 64})->Args({128, 512, 512})->Args({64, 64, 128})
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// x (M×K) @ W with W (K×N) stored (the other layout), float32, M = 1 and 4.
+void BM_GemvF32KxN(benchmark::State& st) {
+  const int M = static_cast<int>(st.range(0)), K = static_cast<int>(st.range(1)), N = static_cast<int>(st.range(2));
+  auto x = rand_like({M, K}), w = rand_like({K, N}, 0.5f);
+  for (auto _ : st) {
+    auto y = mx::matmul(x, w);
+    y.eval();
+  }
+  st.counters["GB/s"] = benchmark::Counter(static_cast<double>(st.iterations()) * N * K * 4.0,
+                                           benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_GemvF32KxN)->Args({1, 1024, 2816})->Args({4, 2816, 1024})->Args({128, 1024, 1024})->Args({128, 1024, 2816})->Args({256, 256, 64})->Unit(benchmark::kMillisecond)->UseRealTime();
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -22,13 +22,24 @@ struct real_of<complex64_t> {
 template <typename T>
 using real_t = typename real_of<T>::type;
 
-// Row-major C = alpha · op(A) · op(B) + beta · C, where op transposes when `ta` / `tb` is set.
+// Row-major C = alpha · op(A) · op(B) + beta · C, where op transposes when `ta` / `tb` is set. On CPUs with
+// AVX2 or AVX-512, float32 products with up to 8 rows of C (skinny, at memory bandwidth), or up to 128 rows
+// with K >= 1024 (prefill), go to kiln's own kernels (backend/cpu/gemm/), where they were measured faster
+// or equal; other float32 products, and double and complex64, go to OpenBLAS.
 void gemm(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
           float beta, float* C, int ldc);
 void gemm(bool ta, bool tb, int M, int N, int K, double alpha, const double* A, int lda, const double* B, int ldb,
           double beta, double* C, int ldc);
 void gemm(bool ta, bool tb, int M, int N, int K, complex64_t alpha, const complex64_t* A, int lda,
           const complex64_t* B, int ldb, complex64_t beta, complex64_t* C, int ldc);
+
+// Threads. kiln's pool (cpu::num_threads(): the hardware's, or KILN_NUM_THREADS) and OpenBLAS use the same
+// count: OpenBLAS is set to cpu::num_threads() when the library loads (so KILN_NUM_THREADS governs both,
+// whatever OPENBLAS_NUM_THREADS says). The pool's workers sleep while a BLAS call runs, and BLAS is not called
+// from inside a parallel_for (kernels either run many small tasks on the pool or few large ones through
+// BLAS, fast_kernels.h), so the two never run at once and the cores are not oversubscribed.
+// The number of threads OpenBLAS uses.
+int blas_num_threads();
 
 // ---- LAPACK (column-major) ----
 // QR: A = Q R. geqrf leaves R in the upper triangle and the reflectors below it; orgqr forms the first

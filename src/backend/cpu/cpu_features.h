@@ -1,9 +1,9 @@
-// CPU feature checks that every compiler accepts (clang's __builtin_cpu_supports has no "f16c").
+// CPU feature checks that every compiler accepts (clang's __builtin_cpu_supports has no "f16c"), and the
+// instruction-set level that run-time dispatched kernels use (which KILN_CPU_ISA can lower, for tests).
 #pragma once
 
 #include <cstdlib>
-#include <stdexcept>
-#include <string>
+#include <cstring>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -21,31 +21,65 @@ inline bool has_f16c() {
 #endif
 }
 
-// The vector instruction set kernels may use: 0 portable code, 1 AVX2 with FMA and F16C, 2 AVX-512
-// (F, BW, DQ, VL) as well. KILN_CPU_ISA=scalar|avx2|avx512 lowers it (it never raises it above what the
-// CPU has); read once, on the first call.
-inline int isa_level() {
-  static const int level = [] {
-    int hw = 0;
+// Instruction-set levels of the dispatched kernels, ordered. avx2 means AVX2 + FMA + F16C; avx512 means
+// AVX-512 F, BW, DQ and VL (with the OS saving the zmm state); avx512bf16 adds AVX512_BF16 (vdpbf16ps).
+enum class Isa : int { scalar = 0, avx2 = 1, avx512 = 2, avx512bf16 = 3 };
+
+inline const char* isa_name(Isa i) {
+  switch (i) {
+    case Isa::avx512bf16: return "avx512bf16";
+    case Isa::avx512: return "avx512";
+    case Isa::avx2: return "avx2";
+    default: return "scalar";
+  }
+}
+
+// The highest level this CPU (and OS) supports.
+inline Isa isa_detected() {
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c()) hw = 1;
-    if (hw == 1 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
-      hw = 2;
-    }
-#endif
-    if (const char* env = std::getenv("KILN_CPU_ISA"); env && *env) {
-      const std::string v(env);
-      const int cap = v == "scalar" ? 0 : v == "avx2" ? 1 : v == "avx512" ? 2 : -1;
-      if (cap < 0) {
-        throw std::invalid_argument("[KILN_CPU_ISA] Expected scalar, avx2 or avx512 but found '" + v + "'.");
-      }
-      hw = cap < hw ? cap : hw;
-    }
-    return hw;
+  static const Isa level = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return Isa::scalar;
+    const bool osxsave = (c & bit_OSXSAVE) != 0, fma = (c & bit_FMA) != 0, f16c = (c & bit_F16C) != 0;
+    if (!osxsave) return Isa::scalar;
+    unsigned lo = 0, hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    (void)hi;
+    const bool ymm_os = (lo & 0x6) == 0x6, zmm_os = (lo & 0xe6) == 0xe6;
+    unsigned a7 = 0, b7 = 0, c7 = 0, d7 = 0;
+    if (!__get_cpuid_count(7, 0, &a7, &b7, &c7, &d7)) return Isa::scalar;
+    const bool avx2 = (b7 & bit_AVX2) != 0;
+    const bool avx512 = (b7 & bit_AVX512F) && (b7 & bit_AVX512BW) && (b7 & bit_AVX512DQ) && (b7 & bit_AVX512VL);
+    if (!(avx2 && fma && f16c && ymm_os)) return Isa::scalar;
+    if (!(avx512 && zmm_os)) return Isa::avx2;
+    unsigned a71 = 0, b71 = 0, c71 = 0, d71 = 0;
+    const bool bf16 = __get_cpuid_count(7, 1, &a71, &b71, &c71, &d71) && (a71 & (1u << 5)) != 0;
+    return bf16 ? Isa::avx512bf16 : Isa::avx512;
   }();
   return level;
+#else
+  return Isa::scalar;
+#endif
+}
+
+// "scalar", "avx2", "avx512" or "avx512bf16" to a level; anything else (or null) is no limit.
+inline Isa parse_isa(const char* s) {
+  if (s && std::strcmp(s, "scalar") == 0) return Isa::scalar;
+  if (s && std::strcmp(s, "avx2") == 0) return Isa::avx2;
+  if (s && std::strcmp(s, "avx512") == 0) return Isa::avx512;
+  return Isa::avx512bf16;
+}
+
+// The level forced by KILN_CPU_ISA=scalar|avx2|avx512 (read once); the highest level (no limit) when unset.
+inline Isa isa_override() {
+  static const Isa forced = parse_isa(std::getenv("KILN_CPU_ISA"));
+  return forced;
+}
+
+// The level dispatched kernels use: the CPU's, lowered by KILN_CPU_ISA.
+inline Isa isa_level() {
+  const Isa d = isa_detected(), o = isa_override();
+  return o < d ? o : d;
 }
 
 }  // namespace kiln::cpu

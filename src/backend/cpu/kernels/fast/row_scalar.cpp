@@ -1,4 +1,5 @@
 // The row loops (row_body.h) in portable code (one lane), and the choice between the three builds.
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cmath>
@@ -87,7 +88,8 @@ void set_row_isa_for_testing(int level) { g_cap.store(level); }
 
 const RowFns& row_fns() {
   static const RowFns* best[3] = {row_fns_scalar(), row_fns_avx2(), row_fns_avx512()};
-  int level = cpu::isa_level();
+  // Isa::avx512bf16 adds nothing to the row loops: the AVX-512 build serves it.
+  int level = std::min(static_cast<int>(cpu::isa_level()), 2);
   const int cap = g_cap.load(std::memory_order_relaxed);
   if (cap >= 0 && cap < level) level = cap;
   while (level > 0 && !best[level]) --level;

@@ -1,8 +1,11 @@
-// CPU kernels of Matmul and AddMM through BLAS. Operands whose strides BLAS can express (row- or
-// column-major with any leading dimension) are passed without copies; 16-bit floats are computed in
-// float32 and rounded once.
+// CPU kernels of Matmul and AddMM through BLAS (cpu::gemm, which picks kiln's kernels or OpenBLAS).
+// Operands whose strides BLAS can express (row- or column-major with any leading dimension) are passed
+// without copies; 16-bit floats are computed in float32 and rounded once. 16-bit operands with such strides
+// go straight to the float32-accumulating kernels (backend/cpu/gemm/gemm.h), which widen them in registers or
+// while packing: no whole-matrix conversion per call (a decode step used to convert every weight matrix).
 #include <limits>
 
+#include "backend/cpu/gemm/gemm.h"
 #include "backend/cpu/kernels/linalg/linalg_internal.h"
 #include "core/kernels.h"
 
@@ -36,6 +39,43 @@ bool rows_stack(const MatOperand<C>& a, const MatOperand<C>& b, const Shape& bat
   return true;
 }
 
+// The matrices of `x` (storage type S) as they are, when BLAS-style strides describe them.
+template <typename S>
+bool native_operand(const array& x, const Shape& batch, MatOperand<S>& op) {
+  const int nd = static_cast<int>(x.ndim());
+  if (!blas_layout(x.shape()[nd - 2], x.shape()[nd - 1], x.strides()[nd - 2], x.strides()[nd - 1], op.trans, op.ld)) {
+    return false;
+  }
+  op.ptr = base_ptr<S>(x);
+  op.batch_strides = aligned_batch_strides(x.shape(), x.strides(), batch);
+  return true;
+}
+
+// 16-bit operands in place: dst (nbatch × M × N, float) = alpha · A @ B + beta · dst by gemm_f32, when
+// both operands have BLAS-style strides and the batch is one product or made of large ones (a batch of
+// small matrices is faster through batched_gemm's parallel loop, converting the small operands). False
+// when not taken.
+template <typename T, typename C>
+bool half_direct(const array& A, const array& B, const Shape& batch, int64_t nbatch, int M, int N, int K, float alpha,
+                 C beta, C* dst) {
+  if constexpr (!detail::is_half_v<T>) {
+    return false;
+  } else {
+    MatOperand<T> a, b;
+    if (!native_operand<T>(A, batch, a) || !native_operand<T>(B, batch, b)) return false;
+    if (nbatch > 1 && rows_stack(a, b, batch, M)) {
+      cpu::gemm_f32<T, T>(false, b.trans, nbatch * M, N, K, alpha, a.ptr, a.ld, b.ptr, b.ld, beta, dst, N);
+      return true;
+    }
+    if (nbatch > 1 && static_cast<int64_t>(M) * N * K <= kSmallGemm) return false;
+    for (int64_t i = 0; i < nbatch; ++i) {
+      cpu::gemm_f32<T, T>(a.trans, b.trans, M, N, K, alpha, a.ptr + batch_offset(i, batch, a.batch_strides), a.ld,
+                          b.ptr + batch_offset(i, batch, b.batch_strides), b.ld, beta, dst + i * M * N, N);
+    }
+    return true;
+  }
+}
+
 // out = alpha · (A @ B) + beta · Cin (Cin optional), for storage type T.
 template <typename T>
 void product(const array& A, const array& B, const array* Cin, array& out, float alpha, float beta) {
@@ -62,6 +102,8 @@ void product(const array& A, const array& B, const array* Cin, array& out, float
     } else if (beta != 1.0f) {
       for (size_t i = 0; i < out.size(); ++i) dst[i] *= cbeta;
     }
+  } else if (half_direct<T>(A, B, batch, nbatch, M, N, K, alpha, cbeta, dst)) {
+    // done: 16-bit operands read in place
   } else {
     MatOperand<C> a = prepare_operand<T, C>(A, batch);
     MatOperand<C> b = prepare_operand<T, C>(B, batch);

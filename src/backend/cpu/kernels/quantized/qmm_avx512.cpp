@@ -159,6 +159,44 @@ struct Nibbles16 : Vec512 {
   static void perm(uint8_t* p) { perm_nibbles(p, BLK); }
 };
 
+// Affine 4 bits with groups of 64 or more: 64 codes (32 bytes) per block; the 16-bit words zero-extended
+// to lanes, each lane then holding 4 codes, read by shifts of 0, 4, 8 and 12 (one widening per 64 codes).
+struct Nibbles64 : Vec512 {
+  static constexpr int B = 4, BLK = 64;
+  static constexpr bool kAffine = true;
+  struct Ctx {
+    V t;
+  };
+  KQ_INLINE static Ctx prep(float s, float b) {
+    const V iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    return {_mm512_fmadd_ps(iota, set1(s), set1(b))};
+  }
+  KQ_INLINE static void unpack(const uint8_t* p, const Ctx& c, V* w) {
+    const __m512i z = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    w[0] = _mm512_permutexvar_ps(z, c.t);
+    w[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(z, 4), c.t);
+    w[2] = _mm512_permutexvar_ps(_mm512_srli_epi32(z, 8), c.t);
+    w[3] = _mm512_permutexvar_ps(_mm512_srli_epi32(z, 12), c.t);
+  }
+  KQ_INLINE static void store_natural(const V* w, float* d) {
+    // Element i of vector v is code 4i + v: a 4 x 16 transpose.
+    const __m512i a = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i b = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    const V e0 = _mm512_permutex2var_ps(w[0], a, w[2]), e1 = _mm512_permutex2var_ps(w[0], b, w[2]);
+    const V o0 = _mm512_permutex2var_ps(w[1], a, w[3]), o1 = _mm512_permutex2var_ps(w[1], b, w[3]);
+    // e0 lane 2k = code 4k, lane 2k+1 = code 4k+2 (k < 8); o0 likewise with 4k+1, 4k+3.
+    store(d, _mm512_permutex2var_ps(e0, a, o0));
+    store(d + 16, _mm512_permutex2var_ps(e0, b, o0));
+    store(d + 32, _mm512_permutex2var_ps(e1, a, o1));
+    store(d + 48, _mm512_permutex2var_ps(e1, b, o1));
+  }
+  static void perm(uint8_t* p) {
+    for (int v = 0; v < 4; ++v) {
+      for (int i = 0; i < 16; ++i) p[v * 16 + i] = static_cast<uint8_t>(4 * i + v);
+    }
+  }
+};
+
 template <class F>
 void with_unpacker(Kind kind, int bits, int gs, F&& f) {
   switch (kind) {
@@ -166,7 +204,9 @@ void with_unpacker(Kind kind, int bits, int gs, F&& f) {
       switch (bits) {
         case 2: return f(AffineAny<2>{});
         case 3: return f(AffineAny<3>{});
-        case 4: return f(Nibbles32<true>{});
+        case 4:
+          if (gs >= 64) return f(Nibbles64{});
+          return f(Nibbles32<true>{});
         case 5: return f(AffineAny<5>{});
         case 6: return f(AffineAny<6>{});
         case 8: return f(Affine8{});

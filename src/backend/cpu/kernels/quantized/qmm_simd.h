@@ -57,7 +57,7 @@ struct GemvN {
 
 // The kernels of one instruction set.
 struct Ops {
-  // Block size and lane order (perm: up to 32 entries) of (kind, bits, gs).
+  // Block size and lane order (perm: up to 64 entries) of (kind, bits, gs).
   int (*layout)(Kind kind, int bits, int gs, uint8_t* perm);
   void (*gemv_t)(const GemvT& a);
   void (*gemv_n)(const GemvN& a);

@@ -84,7 +84,7 @@ KQ_TARGET void gemv_n_impl(const GemvN& a) {
   constexpr int W = U::W, BLK = U::BLK, NV = BLK / W, TW = 128;
   constexpr int GB = BLK * U::B / 8;
   alignas(64) float acc[8][TW];
-  uint8_t perm[32];
+  uint8_t perm[64];
   U::perm(perm);
   for (int64_t c0 = 0; c0 < a.cols; c0 += TW) {
     const int cw = static_cast<int>(std::min<int64_t>(TW, a.cols - c0));

@@ -153,7 +153,7 @@ void fast_qmm(const FastCall& c, QuantizationMode mode, const std::vector<std::p
   constexpr bool kF32 = std::is_same_v<T, float>;
   if (M <= kDecodeRows && c.transpose) {
     // x permuted to the kernels' lane order, once per call.
-    uint8_t perm[32];
+    uint8_t perm[64];
     const int blk = c.ops->layout(c.kind, c.bits, c.gs, perm);
     std::vector<float> xp(static_cast<size_t>(c.x_rows * K));
     for (int64_t r = 0; r < c.x_rows; ++r) {

@@ -195,6 +195,7 @@ void BM_QuantizedMatmul8Bit(benchmark::State& st) { run_qmm(st, mx::float32, 8);
   Args({4096, 4096, 1})->Args({1024, 1024, 1})->Args({256, 1024, 1})->Args({2816, 1024, 1})->Args({1024, 2816, 1}) \
       ->Args({32000, 1024, 1})
 BENCHMARK(BM_QuantizedMatmul)->KILN_QMM_DECODE_SHAPES->Args({4096, 4096, 4})->Args({4096, 4096, 8})
+    ->Args({2816, 1024, 16})->Args({2816, 1024, 17})->Args({2816, 1024, 32})
     ->Args({2816, 1024, 128})->Args({1024, 2816, 128})->Args({32000, 1024, 128})->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QuantizedMatmulBf16)->KILN_QMM_DECODE_SHAPES->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QuantizedMatmul8Bit)->Args({4096, 4096, 1})->Args({2816, 1024, 1})->UseRealTime()->Unit(benchmark::kMicrosecond);

@@ -158,7 +158,7 @@ TEST_P(QmmKernels, MatchesFloat64Reference) {
       for (mx::Dtype dt : dtypes) {
         const mx::Shape wshape = transpose ? mx::Shape{int(N), int(K)} : mx::Shape{int(K), int(N)};
         Quantized qw = make_quantized(q, wshape, dt, 1000u + static_cast<uint32_t>(q.gs * 10 + q.bits + si));
-        for (int M : {1, 2, 3, 7, 8, 9, 33}) {
+        for (int M : {1, 2, 3, 7, 8, 9, 16, 17, 33}) {
           if (si == 1 && M != 1 && M != 9) continue;
           auto x = rand_array({M, int(K)}, dt, 7u + static_cast<uint32_t>(M));
           const std::vector<double> xv = vals(x);
@@ -179,7 +179,7 @@ TEST_P(QmmKernels, MatchesFloat64Reference) {
       }
     }
   }
-  EXPECT_EQ(checked, 2 * 4 * (7 + 2) * static_cast<int>(isas().size()));
+  EXPECT_EQ(checked, 2 * 4 * (9 + 2) * static_cast<int>(isas().size()));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllModes, QmmKernels, ::testing::ValuesIn(all_specs()),
@@ -273,7 +273,7 @@ TEST(QmmKernelsGather, BroadcastIndices) {
       const int64_t R = transpose ? N : K, C = transpose ? K : N;
       for (mx::Dtype dt : {mx::float32, mx::float16}) {
         Quantized qw = make_quantized(q, {int(E), int(R), int(C)}, dt, 31u);
-        for (int M : {1, 3, 10}) {
+        for (int M : {1, 3, 10, 20}) {
           auto x = rand_array({3, M, int(K)}, dt, 32u);
           const std::vector<double> xv = vals(x);
           const uint32_t lhs_v[] = {2, 0}, rhs_v[] = {3, 1, 3};

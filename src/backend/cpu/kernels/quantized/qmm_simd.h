@@ -38,7 +38,7 @@ struct GemvT {
 // y[m·ldy + c] = Σ_k x[m·ldx + k] · W[k, c0 + c] for c in [0, cols): the plain product (W is K × N,
 // packed along N). `w` points at column c0 of row 0 (c0 a multiple of the block size), rows `row_bytes`
 // apart; `s`/`b` at the scales of (row 0, group c0 / gs), rows `s_stride` apart. x in natural order;
-// M <= 8; cols a multiple of the block size.
+// cols a multiple of the block size.
 struct GemvN {
   const uint8_t* w;
   int64_t row_bytes;

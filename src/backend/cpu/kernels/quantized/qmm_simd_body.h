@@ -77,9 +77,9 @@ KQ_TARGET void gemv_t_impl(const GemvT& a) {
 }
 
 // The plain product: accumulators for up to 8 rows of x and a 128-column tile live in L1; per row k of
-// W the tile's codes are unpacked once and used for every row of x.
+// W the tile's codes are unpacked once and used for those rows of x.
 template <class U>
-KQ_TARGET void gemv_n_impl(const GemvN& a) {
+KQ_TARGET void gemv_n_rows(const GemvN& a) {
   using V = typename U::V;
   constexpr int W = U::W, BLK = U::BLK, NV = BLK / W, TW = 128;
   constexpr int GB = BLK * U::B / 8;
@@ -113,6 +113,17 @@ KQ_TARGET void gemv_n_impl(const GemvN& a) {
         for (int i = 0; i < BLK; ++i) ym[blk * BLK + perm[i]] = acc[m][blk * BLK + i];
       }
     }
+  }
+}
+
+template <class U>
+KQ_TARGET void gemv_n_impl(const GemvN& a) {
+  for (int m0 = 0; m0 < a.M; m0 += 8) {
+    GemvN c = a;
+    c.M = std::min(8, a.M - m0);
+    c.x = a.x + m0 * a.ldx;
+    c.y = a.y + m0 * a.ldy;
+    gemv_n_rows<U>(c);
   }
 }
 

@@ -99,12 +99,10 @@ struct ScaleReader {
       return src;
     } else {
       if (static_cast<int64_t>(buf.size()) < n) buf.resize(static_cast<size_t>(n));
-      for (int64_t i = 0; i < n; ++i) {
-        if constexpr (std::is_same_v<S, uint8_t>) {
-          buf[i] = table[src[i]];
-        } else {
-          buf[i] = static_cast<float>(src[i]);
-        }
+      if constexpr (std::is_same_v<S, uint8_t>) {
+        for (int64_t i = 0; i < n; ++i) buf[i] = table[src[i]];
+      } else {
+        fastk::to_float(src, buf.data(), n);  // vectorized (F16C for float16)
       }
       return buf.data();
     }
@@ -116,11 +114,17 @@ struct ScaleReader {
       *stride = ld;
       return src;
     } else {
+      if (ld == n) {  // whole rows: one contiguous run
+        *stride = n;
+        return read(src, rows * n, buf);
+      }
       if (static_cast<int64_t>(buf.size()) < rows * n) buf.resize(static_cast<size_t>(rows * n));
-      std::vector<float> tmp;
       for (int64_t r = 0; r < rows; ++r) {
-        const float* f = read(src + r * ld, n, tmp);
-        std::copy(f, f + n, buf.data() + r * n);
+        if constexpr (std::is_same_v<S, uint8_t>) {
+          for (int64_t i = 0; i < n; ++i) buf[r * n + i] = table[src[r * ld + i]];
+        } else {
+          fastk::to_float(src + r * ld, buf.data() + r * n, n);
+        }
       }
       *stride = n;
       return buf.data();

@@ -32,12 +32,26 @@ KQ_TARGET void tile_t(const GemvT& a, int64_t r0, int m0) {
     for (int r = 0; r < NR; ++r) c[r] = U::prep(sr[r][g], U::kAffine ? br[r][g] : 0.0f);
     for (int j = 0; j < bpg; ++j) {
       const int64_t e = g * a.gs + j * BLK;
+      // x vectors loaded once for all NR rows when few enough to stay in registers; otherwise read from
+      // L1 as FMA operands (preloading MR·NV vectors spills for MR = 4 with 64-code blocks).
+      constexpr bool kPreload = NR > 1 && MR * NV <= 4;
+      V xv[kPreload ? MR : 1][kPreload ? NV : 1];
+      if constexpr (kPreload) {
+        for (int m = 0; m < MR; ++m)
+          for (int v = 0; v < NV; ++v) xv[m][v] = U::load(x + m * a.ldx + e + v * W);
+      }
       for (int r = 0; r < NR; ++r) {
         V w[NV];
         U::unpack(wr[r] + e * U::B / 8, c[r], w);
-        // x straight from L1 (memory operands; preloading MR·NV vectors would spill for MR = 4)
-        for (int v = 0; v < NV; ++v)
-          for (int m = 0; m < MR; ++m) acc[m][r][v] = U::fmadd(w[v], U::load(x + m * a.ldx + e + v * W), acc[m][r][v]);
+        for (int v = 0; v < NV; ++v) {
+          for (int m = 0; m < MR; ++m) {
+            if constexpr (kPreload) {
+              acc[m][r][v] = U::fmadd(w[v], xv[m][v], acc[m][r][v]);
+            } else {
+              acc[m][r][v] = U::fmadd(w[v], U::load(x + m * a.ldx + e + v * W), acc[m][r][v]);
+            }
+          }
+        }
       }
     }
   }

@@ -109,7 +109,8 @@ struct Fp8 : Vec512 {
 
 // 4 bits, 32 codes (16 bytes) per block: the bytes zero-extended to lanes; the low nibbles, then the
 // high ones, index a 16-entry table of the group's values (vpermps reads only an index's low 4 bits).
-// Affine: table[q] = scale·q + bias; fp4: the E2M1 values times the scale.
+// Affine: table[q] = scale·q + bias; fp4: the E2M1 values times the scale. Used for mxfp4 and affine
+// groups of 32 (larger affine groups take Nibbles64).
 template <bool Aff>
 struct Nibbles32 : Vec512 {
   static constexpr int B = 4, BLK = 32;
@@ -159,8 +160,9 @@ struct Nibbles16 : Vec512 {
   static void perm(uint8_t* p) { perm_nibbles(p, BLK); }
 };
 
-// Affine 4 bits with groups of 64 or more: 64 codes (32 bytes) per block; the 16-bit words zero-extended
-// to lanes, each lane then holding 4 codes, read by shifts of 0, 4, 8 and 12 (one widening per 64 codes).
+// Affine 4 bits with groups of 64 or more (the common case): 64 codes (32 bytes) per block; the 16-bit
+// words zero-extended to lanes, each lane then holding 4 codes, read by shifts of 0, 4, 8 and 12 into the
+// same table lookup as Nibbles32 (one widening per 64 codes instead of two; a few percent faster).
 struct Nibbles64 : Vec512 {
   static constexpr int B = 4, BLK = 64;
   static constexpr bool kAffine = true;

@@ -23,13 +23,24 @@ KQ_TARGET void tile_t(const GemvT& a, int64_t r0, int m0) {
     br[r] = U::kAffine ? a.b + (r0 + r) * a.s_stride : nullptr;
   }
   const float* x = a.x + m0 * a.ldx;
+  constexpr int64_t kAhead = 4;
   V acc[MR][NR][NV];
   for (int m = 0; m < MR; ++m)
     for (int r = 0; r < NR; ++r)
       for (int v = 0; v < NV; ++v) acc[m][r][v] = U::zero();
   for (int64_t g = 0; g < ng; ++g) {
     typename U::Ctx c[NR];
-    for (int r = 0; r < NR; ++r) c[r] = U::prep(sr[r][g], U::kAffine ? br[r][g] : 0.0f);
+    for (int r = 0; r < NR; ++r) {
+      // Software prefetch of the same place kAhead tiles down (rows past the end are never read: a
+      // prefetch does not fault): the hardware prefetchers alone left single-thread streaming from DRAM
+      // at ~70% of the rate with these (measured on the 32000 x 1024 and 8192 x 4096 4-bit matrices).
+      __builtin_prefetch(wr[r] + kAhead * NR * a.row_bytes + g * a.gs * U::B / 8);
+      if ((g & 15) == 0) {  // one line of 16 scales (biases)
+        __builtin_prefetch(sr[r] + kAhead * NR * a.s_stride + g);
+        if (U::kAffine) __builtin_prefetch(br[r] + kAhead * NR * a.s_stride + g);
+      }
+      c[r] = U::prep(sr[r][g], U::kAffine ? br[r][g] : 0.0f);
+    }
     for (int j = 0; j < bpg; ++j) {
       const int64_t e = g * a.gs + j * BLK;
       // x vectors loaded once for all NR rows when few enough to stay in registers; otherwise read from

@@ -284,6 +284,93 @@ void BM_GemvF32KxN(benchmark::State& st) {
 }
 BENCHMARK(BM_GemvF32KxN)->Args({1, 1024, 2816})->Args({4, 2816, 1024})->Args({128, 1024, 1024})->Args({128, 1024, 2816})->Args({256, 256, 64})->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// ---- Quantized matmul (issue 12, point 5) ----
+// Decode-sized products x · Wᵀ with W quantized (4-bit affine, group 64 unless said), M rows of x.
+// Bytes processed: the packed weights plus scales and biases, so bytes_per_second reads as the weight
+// stream rate (compare with bench/machine_limits.c's read bandwidth).
+
+struct QW {
+  mx::array wq, s, b;
+  int64_t bytes;
+};
+
+QW quantized_weight(int n, int k, mx::Dtype dt, int gs = 64, int bits = 4) {
+  auto w = mx::astype(rand_like({n, k}, 0.3f) * 0.05f, dt);
+  auto r = mx::quantize(w, gs, bits);
+  mx::eval(r);
+  return {r[0], r[1], r[2], int64_t(r[0].nbytes() + r[1].nbytes() + r[2].nbytes())};
+}
+
+void run_qmm(benchmark::State& st, mx::Dtype dt, int bits) {
+  const int n = static_cast<int>(st.range(0)), k = static_cast<int>(st.range(1)), m = static_cast<int>(st.range(2));
+  QW q = quantized_weight(n, k, dt, 64, bits);
+  auto x = mx::astype(rand_like({m, k}, 1.0f), dt);
+  mx::eval(x);
+  for (auto _ : st) {
+    auto y = mx::quantized_matmul(x, q.wq, q.s, q.b, true, 64, bits);
+    y.eval();
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * q.bytes);
+}
+
+void BM_QuantizedMatmul(benchmark::State& st) { run_qmm(st, mx::float32, 4); }
+void BM_QuantizedMatmulBf16(benchmark::State& st) { run_qmm(st, mx::bfloat16, 4); }
+void BM_QuantizedMatmul8Bit(benchmark::State& st) { run_qmm(st, mx::float32, 8); }
+// (N, K, M)
+#define KILN_QMM_DECODE_SHAPES \
+  Args({4096, 4096, 1})->Args({1024, 1024, 1})->Args({256, 1024, 1})->Args({2816, 1024, 1})->Args({1024, 2816, 1}) \
+      ->Args({32000, 1024, 1})
+BENCHMARK(BM_QuantizedMatmul)->KILN_QMM_DECODE_SHAPES->Args({4096, 4096, 4})->Args({4096, 4096, 8})
+    ->Args({2816, 1024, 16})->Args({2816, 1024, 17})->Args({2816, 1024, 32})
+    ->Args({2816, 1024, 128})->Args({1024, 2816, 128})->Args({32000, 1024, 128})->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_QuantizedMatmulBf16)->KILN_QMM_DECODE_SHAPES->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_QuantizedMatmul8Bit)->Args({4096, 4096, 1})->Args({2816, 1024, 1})->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// The float32 product of the same shape (x · Wᵀ, W dense): what a prefill-sized quantized product costs
+// beyond its GEMM.
+void BM_QuantizedMatmulFloatEquivalent(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0)), k = static_cast<int>(st.range(1)), m = static_cast<int>(st.range(2));
+  auto w = rand_like({n, k}, 0.3f), x = rand_like({m, k}, 1.0f);
+  auto wt = mx::transpose(w);
+  for (auto _ : st) {
+    auto y = mx::matmul(x, wt);
+    y.eval();
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  st.counters["GFLOPS"] = benchmark::Counter(2.0 * n * k * m * double(st.iterations()), benchmark::Counter::kIsRate,
+                                             benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_QuantizedMatmulFloatEquivalent)->Args({2816, 1024, 128})->Args({1024, 2816, 128})->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+// The QuantizedMatmul calls of one llama decode step (the shapes of the llama_q4_decode case: 8 layers
+// of q, k, v, o 1024/256 x 1024, gate and up 2816 x 1024, down 1024 x 2816, then the 32000 x 1024 head),
+// each evaluated on its own as the graph does; float32 x, M = st.range(0).
+void BM_QuantizedMatmulLlamaDecode(benchmark::State& st) {
+  const int m = static_cast<int>(st.range(0));
+  const int shapes[][2] = {{1024, 1024}, {256, 1024}, {256, 1024}, {1024, 1024}, {2816, 1024}, {2816, 1024},
+                           {1024, 2816}};
+  std::vector<QW> ws;
+  for (int l = 0; l < 8; ++l) {
+    for (auto& s : shapes) ws.push_back(quantized_weight(s[0], s[1], mx::float32));
+  }
+  ws.push_back(quantized_weight(32000, 1024, mx::float32));
+  auto x1 = rand_like({m, 1024}, 1.0f), x2 = rand_like({m, 2816}, 2.0f);
+  int64_t bytes = 0;
+  for (auto& q : ws) bytes += q.bytes;
+  for (auto _ : st) {
+    for (auto& q : ws) {
+      const auto& x = q.wq.shape()[1] * 8 == 1024 ? x1 : x2;
+      auto y = mx::quantized_matmul(x, q.wq, q.s, q.b, true, 64, 4);
+      y.eval();
+      benchmark::DoNotOptimize(y.raw_data());
+    }
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * bytes);
+}
+BENCHMARK(BM_QuantizedMatmulLlamaDecode)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -115,6 +116,16 @@ void dequant_groups(const uint8_t* row, const S* scales, const S* biases, int64_
     }
   }
 }
+
+// The instruction set of the QuantizedMatmul / GatherQMM kernels (qmm_avx512.cpp, qmm_avx2.cpp, or the
+// portable dequantize-then-multiply path in quantized_matmul.cpp; float64 always takes the portable
+// path). By default cpu::isa_level() (backend/cpu/cpu_features.h: the best the CPU has, lowered by
+// KILN_CPU_ISA=avx512|avx2|scalar); set_qmm_isa() (for tests) asks for a lower one. A request above what
+// the CPU has gets the best it has.
+enum class QmmIsa : int { Scalar = 0, Avx2 = 1, Avx512 = 2 };
+QmmIsa qmm_best_isa();
+QmmIsa qmm_isa();
+void set_qmm_isa(std::optional<QmmIsa> isa);  // nullopt: back to KILN_CPU_ISA / the CPU's best
 
 // The QuantizedMatmul and GatherQMM kernels (quantized_matmul.cpp; added by register_cpu_quantized()).
 void add_qmm_kernels(detail::KernelTable& table);

@@ -1,7 +1,20 @@
-// The kernels of QuantizedMatmul and GatherQMM. The kernel dequantizes tiles of the weight matrix into
-// float (double for float64) and multiplies them with BLAS; tiles run in parallel. Small tiles for a
-// few rows of x (decoding), wide tiles when x has many rows, so x is re-read rarely.
+// The kernels of QuantizedMatmul and GatherQMM.
+//
+// float32 / float16 / bfloat16 x (float32 accumulation) on a CPU with AVX2 or AVX-512: the vectorized
+// kernels of qmm_simd.h. For few rows of x (decoding) they read the packed weights directly and expand
+// them to floats in registers, threaded over output columns (and GatherQMM's jobs). For many rows they
+// dequantize a panel of the weight once (vectorized, in parallel) and multiply it with cpu::gemm.
+// float64 (and KILN_CPU_ISA=scalar): the portable path, which dequantizes tiles into float (double) and
+// uses dot / axpy for few rows, cpu::gemm for many.
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdlib>
+
+#include "backend/cpu/blas.h"
+#include "backend/cpu/cpu_features.h"
 #include "backend/cpu/kernels/fast/fast_kernels.h"
+#include "backend/cpu/kernels/quantized/qmm_simd.h"
 #include "backend/cpu/kernels/quantized/quantized_kernels.h"
 #include "backend/cpu/loops.h"
 #include "primitives/quantized/quirks.h"
@@ -10,7 +23,248 @@ namespace kiln {
 
 namespace quant {
 
+// ---- instruction set ----
+
 namespace {
+
+// The CPU's levels (backend/cpu/cpu_features.h: detection, and KILN_CPU_ISA) as the kernels' paths.
+QmmIsa from_cpu(cpu::Isa i) {
+  return i >= cpu::Isa::avx512 ? QmmIsa::Avx512 : i == cpu::Isa::avx2 ? QmmIsa::Avx2 : QmmIsa::Scalar;
+}
+
+std::atomic<int> g_isa_override{-1};
+
+}  // namespace
+
+QmmIsa qmm_best_isa() { return from_cpu(cpu::isa_detected()); }
+
+QmmIsa qmm_isa() {
+  const int o = g_isa_override.load(std::memory_order_relaxed);
+  if (o >= 0) return std::min(static_cast<QmmIsa>(o), qmm_best_isa());
+  return from_cpu(cpu::isa_level());
+}
+
+void set_qmm_isa(std::optional<QmmIsa> isa) { g_isa_override.store(isa ? static_cast<int>(*isa) : -1); }
+
+namespace {
+
+// Rows of x up to which the register kernels run (above: dequantized panels and cpu::gemm). They
+// unpack each weight block once per 4 rows of x, so their cost grows with M; measured on this machine
+// (BM_QuantizedMatmul/2816/1024/M) they are ahead of dequantize + GEMM up to about 16 rows.
+constexpr int64_t kDecodeRows = 16;
+
+// Scales and biases as floats: uint8 scales through a table per mode, the float types converted.
+template <typename S>
+struct ScaleReader {
+  const float* table = nullptr;  // uint8 scales
+  explicit ScaleReader(QuantizationMode mode) {
+    if constexpr (std::is_same_v<S, uint8_t>) {
+      static const auto e8m0_t = [] {
+        std::array<float, 256> t{};
+        for (int i = 0; i < 256; ++i) t[i] = e8m0<float>(static_cast<uint8_t>(i));
+        return t;
+      }();
+      static const auto fp8_t = [] {
+        std::array<float, 256> t{};
+        for (int i = 0; i < 256; ++i) t[i] = from_fp8(static_cast<uint8_t>(i));
+        return t;
+      }();
+      table = mode == QuantizationMode::Nvfp4 ? fp8_t.data() : e8m0_t.data();
+    }
+  }
+  // src as float: src itself for float scales, else converted into buf.
+  const float* read(const S* src, int64_t n, std::vector<float>& buf) const {
+    if constexpr (std::is_same_v<S, float>) {
+      return src;
+    } else {
+      if (static_cast<int64_t>(buf.size()) < n) buf.resize(static_cast<size_t>(n));
+      if constexpr (std::is_same_v<S, uint8_t>) {
+        for (int64_t i = 0; i < n; ++i) buf[i] = table[src[i]];
+      } else {
+        fastk::to_float(src, buf.data(), n);  // vectorized (F16C for float16)
+      }
+      return buf.data();
+    }
+  }
+  // A [rows, n] block of a [.., ld] scale matrix as floats; the result's row stride is *stride.
+  const float* read_block(const S* src, int64_t rows, int64_t n, int64_t ld, std::vector<float>& buf,
+                          int64_t* stride) const {
+    if constexpr (std::is_same_v<S, float>) {
+      *stride = ld;
+      return src;
+    } else {
+      if (ld == n) {  // whole rows: one contiguous run
+        *stride = n;
+        return read(src, rows * n, buf);
+      }
+      if (static_cast<int64_t>(buf.size()) < rows * n) buf.resize(static_cast<size_t>(rows * n));
+      for (int64_t r = 0; r < rows; ++r) {
+        if constexpr (std::is_same_v<S, uint8_t>) {
+          for (int64_t i = 0; i < n; ++i) buf[r * n + i] = table[src[r * ld + i]];
+        } else {
+          fastk::to_float(src + r * ld, buf.data() + r * n, n);
+        }
+      }
+      *stride = n;
+      return buf.data();
+    }
+  }
+};
+
+template <typename T>
+void store_rows(const float* src, int64_t ld_src, T* dst, int64_t ld_dst, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < cols; ++j) dst[r * ld_dst + j] = T(src[r * ld_src + j]);
+  }
+}
+
+// What the vectorized path needs of one call.
+struct FastCall {
+  const simd::Ops* ops;
+  simd::Kind kind;
+  int gs, bits;
+  bool transpose;
+  int64_t M, N, K, row_bytes, row_groups;
+  const float* X;  // x rows, float, batch-major
+  int64_t x_rows;
+};
+
+template <typename T, typename S, typename MatFn>
+void fast_qmm(const FastCall& c, QuantizationMode mode, const std::vector<std::pair<int64_t, int64_t>>& jobs,
+              MatFn&& mat, T* o) {
+  const ScaleReader<S> rd(mode);
+  const int64_t M = c.M, N = c.N, K = c.K;
+  const bool affine = c.kind == simd::Kind::Affine;
+  constexpr bool kF32 = std::is_same_v<T, float>;
+  if (M <= kDecodeRows && c.transpose) {
+    // x permuted to the kernels' lane order, once per call.
+    uint8_t perm[64];
+    const int blk = c.ops->layout(c.kind, c.bits, c.gs, perm);
+    std::vector<float> xp(static_cast<size_t>(c.x_rows * K));
+    for (int64_t r = 0; r < c.x_rows; ++r) {
+      const float* src = c.X + r * K;
+      float* dst = xp.data() + r * K;
+      for (int64_t e = 0; e < K; e += blk) {
+        for (int i = 0; i < blk; ++i) dst[e + i] = src[e + perm[i]];
+      }
+    }
+    constexpr int64_t RU = 16;  // weight rows per task unit
+    const int64_t units = (N + RU - 1) / RU;
+    const size_t grain = static_cast<size_t>(std::max<int64_t>(1, 32768 / (RU * c.row_bytes)));
+    cpu::parallel_for(jobs.size() * static_cast<size_t>(units), grain, [&](size_t t0, size_t t1) {
+      std::vector<float> sbuf, bbuf, ybuf(kF32 ? 0 : static_cast<size_t>(M * RU));
+      for (size_t t = t0; t < t1; ++t) {
+        const int64_t job = static_cast<int64_t>(t) / units, n0 = (static_cast<int64_t>(t) % units) * RU;
+        const int64_t n1 = std::min(N, n0 + RU);
+        const auto m = mat(jobs[job].second);
+        simd::GemvT a{};
+        a.w = m.w + n0 * c.row_bytes;
+        a.row_bytes = c.row_bytes;
+        a.s = rd.read_block(m.s + n0 * c.row_groups, n1 - n0, c.row_groups, c.row_groups, sbuf, &a.s_stride);
+        int64_t bstride = 0;
+        a.b = affine ? rd.read_block(m.b + n0 * c.row_groups, n1 - n0, c.row_groups, c.row_groups, bbuf, &bstride)
+                     : nullptr;
+        a.rows = n1 - n0;
+        a.K = K;
+        a.gs = c.gs;
+        a.bits = c.bits;
+        a.kind = c.kind;
+        a.x = xp.data() + jobs[job].first * M * K;
+        a.ldx = K;
+        a.M = static_cast<int>(M);
+        T* om = o + job * M * N + n0;
+        if constexpr (kF32) {
+          a.y = om;
+          a.ldy = N;
+        } else {
+          a.y = ybuf.data();
+          a.ldy = RU;
+        }
+        c.ops->gemv_t(a);
+        if constexpr (!kF32) store_rows(ybuf.data(), RU, om, N, M, n1 - n0);
+      }
+    });
+    return;
+  }
+  if (M <= kDecodeRows) {
+    constexpr int64_t CU = 128;  // columns per task unit
+    const int64_t units = (N + CU - 1) / CU;
+    const size_t grain = static_cast<size_t>(std::max<int64_t>(1, 32768 / (K * CU * c.bits / 8)));
+    cpu::parallel_for(jobs.size() * static_cast<size_t>(units), grain, [&](size_t t0, size_t t1) {
+      std::vector<float> sbuf, bbuf, ybuf(kF32 ? 0 : static_cast<size_t>(M * CU));
+      for (size_t t = t0; t < t1; ++t) {
+        const int64_t job = static_cast<int64_t>(t) / units, c0 = (static_cast<int64_t>(t) % units) * CU;
+        const int64_t c1 = std::min(N, c0 + CU), g0 = c0 / c.gs, ng = (c1 - c0) / c.gs;
+        const auto m = mat(jobs[job].second);
+        simd::GemvN a{};
+        a.w = m.w + c0 * c.bits / 8;
+        a.row_bytes = c.row_bytes;
+        a.s = rd.read_block(m.s + g0, K, ng, c.row_groups, sbuf, &a.s_stride);
+        int64_t bstride = 0;
+        a.b = affine ? rd.read_block(m.b + g0, K, ng, c.row_groups, bbuf, &bstride) : nullptr;
+        a.cols = c1 - c0;
+        a.K = K;
+        a.gs = c.gs;
+        a.bits = c.bits;
+        a.kind = c.kind;
+        a.x = c.X + jobs[job].first * M * K;
+        a.ldx = K;
+        a.M = static_cast<int>(M);
+        T* om = o + job * M * N + c0;
+        if constexpr (kF32) {
+          a.y = om;
+          a.ldy = N;
+        } else {
+          a.y = ybuf.data();
+          a.ldy = CU;
+        }
+        c.ops->gemv_n(a);
+        if constexpr (!kF32) store_rows(ybuf.data(), CU, om, N, M, c1 - c0);
+      }
+    });
+    return;
+  }
+  // Many rows: a panel of nb output columns × K dequantized once (in parallel, vectorized) and used by
+  // one cpu::gemm for all M rows.
+  int64_t nb = std::clamp<int64_t>((int64_t(1) << 22) / K, 64, 1024);
+  if (!c.transpose) nb = (nb + c.gs - 1) / c.gs * c.gs;
+  nb = std::min(nb, N);
+  std::vector<float> wt(static_cast<size_t>(nb * K));
+  std::vector<float> cbuf(kF32 ? 0 : static_cast<size_t>(M * nb));
+  for (size_t job = 0; job < jobs.size(); ++job) {
+    const auto m = mat(jobs[job].second);
+    const float* xm = c.X + jobs[job].first * M * K;
+    for (int64_t n0 = 0; n0 < N; n0 += nb) {
+      const int64_t n1 = std::min(N, n0 + nb), nw = n1 - n0;
+      const int64_t nrows = c.transpose ? nw : K;
+      const int64_t rlen = c.transpose ? K : nw;  // values per panel row
+      cpu::parallel_for(static_cast<size_t>(nrows), std::max<size_t>(1, 16384 / rlen), [&](size_t r0, size_t r1) {
+        std::vector<float> sbuf, bbuf;
+        for (size_t rr = r0; rr < r1; ++rr) {
+          const int64_t r = static_cast<int64_t>(rr);
+          const int64_t wrow = c.transpose ? n0 + r : r;       // packed row
+          const int64_t g0 = c.transpose ? 0 : n0 / c.gs;      // first group in it
+          const int64_t ng = rlen / c.gs;
+          const float* s = rd.read(m.s + wrow * c.row_groups + g0, ng, sbuf);
+          const float* b = affine ? rd.read(m.b + wrow * c.row_groups + g0, ng, bbuf) : nullptr;
+          c.ops->dequant(m.w + wrow * c.row_bytes + g0 * c.gs * c.bits / 8, s, b, ng, c.gs, c.bits, c.kind,
+                         wt.data() + r * rlen);
+        }
+      });
+      T* om = o + static_cast<int64_t>(job) * M * N + n0;
+      float* cm = kF32 ? reinterpret_cast<float*>(om) : cbuf.data();
+      const int ldc = kF32 ? static_cast<int>(N) : static_cast<int>(nw);
+      cpu::gemm(false, c.transpose, static_cast<int>(M), static_cast<int>(nw), static_cast<int>(K), 1.0f, xm,
+                static_cast<int>(K), wt.data(), static_cast<int>(rlen), 0.0f, cm, ldc);
+      if constexpr (!kF32) {
+        cpu::parallel_for(static_cast<size_t>(M), std::max<size_t>(1, 8192 / nw), [&](size_t r0, size_t r1) {
+          store_rows(cbuf.data() + r0 * nw, nw, om + r0 * N, N, static_cast<int64_t>(r1 - r0), nw);
+        });
+      }
+    }
+  }
+}
+
 
 // `a` with its last two axes row-contiguous (batch axes may keep any strides, e.g. broadcast ones).
 array last2_contiguous(const array& a) {
@@ -81,6 +335,36 @@ void qmm_kernel(const Node& node, const std::vector<array>& in, array& out,
   const S* sp = sc.data<S>();
   const S* bp = affine ? bi.data<S>() : nullptr;
   const int nt = cpu::num_threads();
+
+  if constexpr (std::is_same_v<Acc, float>) {
+    const QmmIsa isa = qmm_isa();
+    if (isa != QmmIsa::Scalar) {
+      struct FMat {
+        const uint8_t* w;
+        const S* s;
+        const S* b;
+      };
+      auto fmat = [&](int64_t wb) {
+        return FMat{wp + batch_offset(w, wb) * 4, sp + batch_offset(sc, wb),
+                    affine ? bp + batch_offset(bi, wb) : nullptr};
+      };
+      FastCall c{};
+      c.ops = isa == QmmIsa::Avx512 ? &simd::avx512_ops() : &simd::avx2_ops();
+      c.kind = affine ? simd::Kind::Affine : mode == QuantizationMode::Mxfp8 ? simd::Kind::Fp8 : simd::Kind::Fp4;
+      c.gs = gs;
+      c.bits = bits;
+      c.transpose = transpose;
+      c.M = M;
+      c.N = N;
+      c.K = K;
+      c.row_bytes = row_bytes;
+      c.row_groups = row_groups;
+      c.X = X;
+      c.x_rows = static_cast<int64_t>(x0.size()) / K;
+      fast_qmm<T, S>(c, mode, jobs, fmat, o);
+      return;
+    }
+  }
 
   dispatch_bits(bits, [&](auto bc) {
     constexpr int B = decltype(bc)::value;
@@ -153,7 +437,7 @@ void qmm_kernel(const Node& node, const std::vector<array>& in, array& out,
         T* om = o + static_cast<int64_t>(job) * M * N + n0;
         Acc* c = std::is_same_v<T, Acc> ? reinterpret_cast<Acc*>(om) : cbuf.data();
         const int ldc = std::is_same_v<T, Acc> ? static_cast<int>(N) : static_cast<int>(nw);
-        fastk::gemm(false, transpose, static_cast<int>(M), static_cast<int>(nw), static_cast<int>(K), Acc(1), xm,
+        cpu::gemm(false, transpose, static_cast<int>(M), static_cast<int>(nw), static_cast<int>(K), Acc(1), xm,
                     static_cast<int>(K), wt.data(), static_cast<int>(transpose ? K : nw), Acc(0), c, ldc);
         if constexpr (!std::is_same_v<T, Acc>) {
           cpu::parallel_for(static_cast<size_t>(M), std::max<size_t>(1, 8192 / nw), [&](size_t r0, size_t r1) {

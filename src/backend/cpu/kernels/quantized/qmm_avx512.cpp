@@ -1,0 +1,235 @@
+// The AVX-512 (F, BW, VL, DQ) quantized matmul kernels: 16 float lanes. Chosen at run time by
+// quantized_matmul.cpp only where the CPU has these extensions.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "backend/cpu/kernels/quantized/qmm_simd.h"
+#include "backend/cpu/kernels/quantized/quantized_kernels.h"
+
+// GCC 12's AVX-512 intrinsics start some results from _mm*_undefined_*(), which -Wmaybe-uninitialized
+// and -Wuninitialized report once they are inlined here; nothing is read uninitialized.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+#define KQ_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
+#define KQ_INLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"), always_inline)) inline
+
+namespace kiln::quant::simd {
+
+namespace {
+
+struct Vec512 {
+  using V = __m512;
+  static constexpr int W = 16;
+  KQ_INLINE static V zero() { return _mm512_setzero_ps(); }
+  KQ_INLINE static V load(const float* p) { return _mm512_loadu_ps(p); }
+  KQ_INLINE static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  KQ_INLINE static V set1(float f) { return _mm512_set1_ps(f); }
+  KQ_INLINE static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  KQ_INLINE static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  KQ_INLINE static float hsum(V v) { return _mm512_reduce_add_ps(v); }
+  // Weight rows per register tile for `mr` rows of x (32 registers).
+  static constexpr int nr_for(int mr) { return mr == 1 ? 4 : mr == 2 ? 2 : 1; }
+};
+
+// Affine, any width (used for 2, 3, 5 and 6 bits): 16 codes (2·B bytes) per block in natural order. Each
+// lane picks the two bytes holding its code (pshufb on a broadcast copy), shifts and masks.
+template <int Bits>
+struct AffineAny : Vec512 {
+  static constexpr int B = Bits, BLK = 16;
+  static constexpr bool kAffine = true;
+  struct Ctx {
+    V s, b;
+  };
+  static constexpr int ctrl(int j) {
+    const unsigned o = static_cast<unsigned>(j * B / 8);
+    return static_cast<int>(o | ((o + 1) << 8) | (0x80u << 16) | (0x80u << 24));
+  }
+  static constexpr int shift(int j) { return j * B % 8; }
+  KQ_INLINE static Ctx prep(float s, float b) { return {set1(s), set1(b)}; }
+  KQ_INLINE static void unpack(const uint8_t* p, const Ctx& c, V* w) {
+    const __m128i raw = _mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << (2 * B)) - 1u), p);
+    const __m512i ctl = _mm512_setr_epi32(ctrl(0), ctrl(1), ctrl(2), ctrl(3), ctrl(4), ctrl(5), ctrl(6), ctrl(7),
+                                          ctrl(8), ctrl(9), ctrl(10), ctrl(11), ctrl(12), ctrl(13), ctrl(14), ctrl(15));
+    const __m512i sh = _mm512_setr_epi32(shift(0), shift(1), shift(2), shift(3), shift(4), shift(5), shift(6),
+                                         shift(7), shift(8), shift(9), shift(10), shift(11), shift(12), shift(13),
+                                         shift(14), shift(15));
+    const __m512i two = _mm512_shuffle_epi8(_mm512_broadcast_i32x4(raw), ctl);
+    const __m512i q = _mm512_and_si512(_mm512_srlv_epi32(two, sh), _mm512_set1_epi32((1 << B) - 1));
+    w[0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), c.s, c.b);
+  }
+  KQ_INLINE static void store_natural(const V* w, float* d) { store(d, w[0]); }
+  static void perm(uint8_t* p) { perm_natural(p, BLK); }
+};
+
+// Affine 8 bits: 16 bytes, zero-extended.
+struct Affine8 : Vec512 {
+  static constexpr int B = 8, BLK = 16;
+  static constexpr bool kAffine = true;
+  struct Ctx {
+    V s, b;
+  };
+  KQ_INLINE static Ctx prep(float s, float b) { return {set1(s), set1(b)}; }
+  KQ_INLINE static void unpack(const uint8_t* p, const Ctx& c, V* w) {
+    const __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    w[0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), c.s, c.b);
+  }
+  KQ_INLINE static void store_natural(const V* w, float* d) { store(d, w[0]); }
+  static void perm(uint8_t* p) { perm_natural(p, BLK); }
+};
+
+// E4M3 codes: the bits moved into a float's exponent and mantissa, times 2^120 (exact; the subnormal
+// codes land on float subnormals), NaN for the codes 0x7f and 0xff.
+struct Fp8 : Vec512 {
+  static constexpr int B = 8, BLK = 16;
+  static constexpr bool kAffine = false;
+  struct Ctx {
+    V s;
+  };
+  KQ_INLINE static Ctx prep(float s, float) { return {set1(s)}; }
+  KQ_INLINE static void unpack(const uint8_t* p, const Ctx& c, V* w) {
+    const __m512i z = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    const __m512i mag = _mm512_and_si512(z, _mm512_set1_epi32(0x7f));
+    const __m512i bits = _mm512_or_si512(_mm512_slli_epi32(mag, 20),
+                                         _mm512_slli_epi32(_mm512_and_si512(z, _mm512_set1_epi32(0x80)), 24));
+    V f = _mm512_mul_ps(_mm512_castsi512_ps(bits), _mm512_set1_ps(0x1p120f));
+    f = _mm512_mask_mov_ps(f, _mm512_cmpeq_epi32_mask(mag, _mm512_set1_epi32(0x7f)), _mm512_set1_ps(NAN));
+    w[0] = _mm512_mul_ps(f, c.s);
+  }
+  KQ_INLINE static void store_natural(const V* w, float* d) { store(d, w[0]); }
+  static void perm(uint8_t* p) { perm_natural(p, BLK); }
+};
+
+// 4 bits, 32 codes (16 bytes) per block: the bytes zero-extended to lanes; the low nibbles, then the
+// high ones, index a 16-entry table of the group's values (vpermps reads only an index's low 4 bits).
+// Affine: table[q] = scale·q + bias; fp4: the E2M1 values times the scale. Used for mxfp4 and affine
+// groups of 32 (larger affine groups take Nibbles64).
+template <bool Aff>
+struct Nibbles32 : Vec512 {
+  static constexpr int B = 4, BLK = 32;
+  static constexpr bool kAffine = Aff;
+  struct Ctx {
+    V t;
+  };
+  KQ_INLINE static Ctx prep(float s, float b) {
+    if constexpr (Aff) {
+      const V iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+      return {_mm512_fmadd_ps(iota, set1(s), set1(b))};
+    } else {
+      return {_mm512_mul_ps(_mm512_loadu_ps(kFp4), set1(s))};
+    }
+  }
+  KQ_INLINE static void unpack(const uint8_t* p, const Ctx& c, V* w) {
+    const __m512i z = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    w[0] = _mm512_permutexvar_ps(z, c.t);
+    w[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(z, 4), c.t);
+  }
+  KQ_INLINE static void store_natural(const V* w, float* d) {
+    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    store(d, _mm512_permutex2var_ps(w[0], lo, w[1]));
+    store(d + 16, _mm512_permutex2var_ps(w[0], hi, w[1]));
+  }
+  static void perm(uint8_t* p) { perm_nibbles(p, BLK); }
+};
+
+// fp4 with 16-value groups (nvfp4): 8 bytes per block; lanes 0-7 the low nibbles, 8-15 the high ones.
+struct Nibbles16 : Vec512 {
+  static constexpr int B = 4, BLK = 16;
+  static constexpr bool kAffine = false;
+  struct Ctx {
+    V t;
+  };
+  KQ_INLINE static Ctx prep(float s, float) { return {_mm512_mul_ps(_mm512_loadu_ps(kFp4), set1(s))}; }
+  KQ_INLINE static void unpack(const uint8_t* p, const Ctx& c, V* w) {
+    const __m256i d = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    const __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(d), _mm256_srli_epi32(d, 4), 1);
+    w[0] = _mm512_permutexvar_ps(z, c.t);
+  }
+  KQ_INLINE static void store_natural(const V* w, float* d) {
+    const __m512i idx = _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+    store(d, _mm512_permutexvar_ps(idx, w[0]));
+  }
+  static void perm(uint8_t* p) { perm_nibbles(p, BLK); }
+};
+
+// Affine 4 bits with groups of 64 or more (the common case): 64 codes (32 bytes) per block; the 16-bit
+// words zero-extended to lanes, each lane then holding 4 codes, read by shifts of 0, 4, 8 and 12 into the
+// same table lookup as Nibbles32 (one widening per 64 codes instead of two; a few percent faster).
+struct Nibbles64 : Vec512 {
+  static constexpr int B = 4, BLK = 64;
+  static constexpr bool kAffine = true;
+  struct Ctx {
+    V t;
+  };
+  KQ_INLINE static Ctx prep(float s, float b) {
+    const V iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    return {_mm512_fmadd_ps(iota, set1(s), set1(b))};
+  }
+  KQ_INLINE static void unpack(const uint8_t* p, const Ctx& c, V* w) {
+    const __m512i z = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    w[0] = _mm512_permutexvar_ps(z, c.t);
+    w[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(z, 4), c.t);
+    w[2] = _mm512_permutexvar_ps(_mm512_srli_epi32(z, 8), c.t);
+    w[3] = _mm512_permutexvar_ps(_mm512_srli_epi32(z, 12), c.t);
+  }
+  KQ_INLINE static void store_natural(const V* w, float* d) {
+    // Element i of vector v is code 4i + v: a 4 x 16 transpose.
+    const __m512i a = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i b = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    const V e0 = _mm512_permutex2var_ps(w[0], a, w[2]), e1 = _mm512_permutex2var_ps(w[0], b, w[2]);
+    const V o0 = _mm512_permutex2var_ps(w[1], a, w[3]), o1 = _mm512_permutex2var_ps(w[1], b, w[3]);
+    // e0 lane 2k = code 4k, lane 2k+1 = code 4k+2 (k < 8); o0 likewise with 4k+1, 4k+3.
+    store(d, _mm512_permutex2var_ps(e0, a, o0));
+    store(d + 16, _mm512_permutex2var_ps(e0, b, o0));
+    store(d + 32, _mm512_permutex2var_ps(e1, a, o1));
+    store(d + 48, _mm512_permutex2var_ps(e1, b, o1));
+  }
+  static void perm(uint8_t* p) {
+    for (int v = 0; v < 4; ++v) {
+      for (int i = 0; i < 16; ++i) p[v * 16 + i] = static_cast<uint8_t>(4 * i + v);
+    }
+  }
+};
+
+template <class F>
+void with_unpacker(Kind kind, int bits, int gs, F&& f) {
+  switch (kind) {
+    case Kind::Affine:
+      switch (bits) {
+        case 2: return f(AffineAny<2>{});
+        case 3: return f(AffineAny<3>{});
+        case 4:
+          if (gs >= 64) return f(Nibbles64{});
+          return f(Nibbles32<true>{});
+        case 5: return f(AffineAny<5>{});
+        case 6: return f(AffineAny<6>{});
+        case 8: return f(Affine8{});
+        default: break;
+      }
+      break;
+    case Kind::Fp4:
+      if (gs == 16) return f(Nibbles16{});
+      return f(Nibbles32<false>{});
+    case Kind::Fp8: return f(Fp8{});
+  }
+  throw std::logic_error("[quantized_matmul] no AVX-512 kernel for " + std::to_string(bits) + " bits");
+}
+
+#include "backend/cpu/kernels/quantized/qmm_simd_body.h"
+
+}  // namespace
+
+const Ops& avx512_ops() {
+  static const Ops ops{layout_impl, gemv_t_entry, gemv_n_entry, dequant_entry};
+  return ops;
+}
+
+}  // namespace kiln::quant::simd

@@ -1,0 +1,85 @@
+// The vectorized quantized matmul kernels (qmm_avx512.cpp, qmm_avx2.cpp; the shared bodies in
+// qmm_simd_body.h). They read the packed codes of a weight matrix directly and expand them to floats in
+// registers: per group, a block of codes is loaded, widened to 32-bit lanes and turned into the
+// dequantized values (scale·q + bias for affine, the E2M1/E4M3 value times the scale for the fp modes),
+// which feed FMAs with x. Accumulation is float32, as in the dequantize-then-multiply path.
+//
+// Lane order: a block of `blk` codes comes out of registers in the order `perm` (element i of the
+// block's vectors is code perm[i]). For x · Wᵀ the caller permutes x the same way once per call, so the
+// dot products need no shuffles; the other kernels undo the order when they store.
+#pragma once
+
+#include <cstdint>
+
+namespace kiln::quant::simd {
+
+enum class Kind : int { Affine = 0, Fp4 = 1, Fp8 = 2 };
+
+// y[m·ldy + r] = Σ_k x[m·ldx + k] · W[n0 + r, k] for rows r in [0, rows) and m in [0, M): the transposed
+// product (W is N × K, packed along K). `w` is row n0's first byte, rows `row_bytes` apart; `s`/`b` the
+// float scales/biases of row n0 (b null for the fp modes), rows `s_stride` apart. x is permuted as
+// layout() says.
+struct GemvT {
+  const uint8_t* w;
+  int64_t row_bytes;
+  const float* s;
+  const float* b;
+  int64_t s_stride;
+  int64_t rows, K;
+  int gs, bits;
+  Kind kind;
+  const float* x;
+  int64_t ldx;
+  int M;
+  float* y;
+  int64_t ldy;
+};
+
+// y[m·ldy + c] = Σ_k x[m·ldx + k] · W[k, c0 + c] for c in [0, cols): the plain product (W is K × N,
+// packed along N). `w` points at column c0 of row 0 (c0 a multiple of the block size), rows `row_bytes`
+// apart; `s`/`b` at the scales of (row 0, group c0 / gs), rows `s_stride` apart. x in natural order;
+// cols a multiple of the block size.
+struct GemvN {
+  const uint8_t* w;
+  int64_t row_bytes;
+  const float* s;
+  const float* b;
+  int64_t s_stride;
+  int64_t cols, K;
+  int gs, bits;
+  Kind kind;
+  const float* x;
+  int64_t ldx;
+  int M;
+  float* y;
+  int64_t ldy;
+};
+
+// The kernels of one instruction set.
+struct Ops {
+  // Block size and lane order (perm: up to 64 entries) of (kind, bits, gs).
+  int (*layout)(Kind kind, int bits, int gs, uint8_t* perm);
+  void (*gemv_t)(const GemvT& a);
+  void (*gemv_n)(const GemvN& a);
+  // Dequantize `ngroups` whole groups starting at packed byte `p` (scales s, biases b) into dst, in
+  // natural order.
+  void (*dequant)(const uint8_t* p, const float* s, const float* b, int64_t ngroups, int gs, int bits, Kind kind,
+                  float* dst);
+};
+
+// Lane orders shared by the unpackers.
+inline void perm_natural(uint8_t* p, int n) {
+  for (int i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(i);
+}
+// Two halves: first the low nibbles (even codes), then the high nibbles (odd codes).
+inline void perm_nibbles(uint8_t* p, int n) {
+  for (int i = 0; i < n / 2; ++i) {
+    p[i] = static_cast<uint8_t>(2 * i);
+    p[n / 2 + i] = static_cast<uint8_t>(2 * i + 1);
+  }
+}
+
+const Ops& avx512_ops();
+const Ops& avx2_ops();
+
+}  // namespace kiln::quant::simd

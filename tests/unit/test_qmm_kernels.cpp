@@ -1,0 +1,339 @@
+// The vectorized QuantizedMatmul / GatherQMM kernels (src/backend/cpu/kernels/quantized/qmm_*.cpp)
+// against a float64 reference written here: the packed codes, scales and biases decoded in double,
+// then multiplied in double. Every mode, width and group size, both transposes, every float dtype,
+// few and many rows of x, with each instruction set forced in turn (set_qmm_isa: AVX-512 where the CPU
+// has it, AVX2, and the portable path). The tolerance is the float accumulation bound:
+// (K + 2)·u·Σ|x·w| with u the accumulator's unit roundoff, plus the output dtype's rounding of |y|.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <kiln/kiln.h>
+#include <kiln/ops/quantized.h>
+
+#include "backend/cpu/kernels/quantized/quantized_kernels.h"
+#include "unit/fast_test_util.h"
+
+namespace {
+
+namespace mx = kiln;
+using fast_test::rand_array;
+using fast_test::vals;
+using mx::quant::QmmIsa;
+
+struct QSpec {
+  std::string mode;
+  int gs, bits;
+};
+
+std::vector<QSpec> all_specs() {
+  std::vector<QSpec> v;
+  for (int gs : {32, 64, 128}) {
+    for (int b : {2, 3, 4, 5, 6, 8}) v.push_back({"affine", gs, b});
+  }
+  v.push_back({"mxfp4", 32, 4});
+  v.push_back({"mxfp8", 32, 8});
+  v.push_back({"nvfp4", 16, 4});
+  return v;
+}
+
+std::string spec_name(const QSpec& q) { return q.mode + "_g" + std::to_string(q.gs) + "_b" + std::to_string(q.bits); }
+
+// The instruction sets this CPU can run, best first (the portable path always).
+std::vector<QmmIsa> isas() {
+  std::vector<QmmIsa> v;
+  for (int i = static_cast<int>(mx::quant::qmm_best_isa()); i >= 0; --i) v.push_back(static_cast<QmmIsa>(i));
+  return v;
+}
+
+const char* isa_name(QmmIsa i) { return i == QmmIsa::Avx512 ? "avx512" : i == QmmIsa::Avx2 ? "avx2" : "scalar"; }
+
+// Restores the default instruction set when a test ends.
+struct IsaGuard {
+  ~IsaGuard() { mx::quant::set_qmm_isa(std::nullopt); }
+};
+
+// A quantized matrix and its values decoded in double ([rows, cols], row-major; batch matrices stacked).
+struct Quantized {
+  mx::array wq, s;
+  std::optional<mx::array> b;
+  std::vector<double> W;
+};
+
+Quantized make_quantized(const QSpec& q, const mx::Shape& shape, mx::Dtype dt, uint32_t seed) {
+  auto w = rand_array(shape, dt, seed, -1.0f, 1.0f);
+  auto r = mx::quantize(w, q.gs, q.bits, q.mode);
+  for (auto& a : r) a.eval();
+  Quantized out{r[0], r[1], r.size() > 2 ? std::optional<mx::array>(r[2]) : std::nullopt, {}};
+  const int64_t cols = shape.back();
+  const int64_t rows = static_cast<int64_t>(fast_test::numel(shape)) / cols;
+  const auto* bytes = static_cast<const uint8_t*>(out.wq.raw_data());
+  const std::vector<double> sv = vals(out.s);
+  const std::vector<double> bv = out.b ? vals(*out.b) : std::vector<double>();
+  const int64_t row_bytes = cols * q.bits / 8, ng = cols / q.gs;
+  out.W.resize(static_cast<size_t>(rows * cols));
+  for (int64_t r0 = 0; r0 < rows; ++r0) {
+    for (int64_t j = 0; j < cols; ++j) {
+      const int64_t bit = j * q.bits;
+      const uint8_t* p = bytes + r0 * row_bytes + bit / 8;
+      const uint32_t two = p[0] | (bit % 8 + q.bits > 8 ? uint32_t(p[1]) << 8 : 0u);
+      const uint32_t code = (two >> (bit % 8)) & ((1u << q.bits) - 1u);
+      const int64_t g = r0 * ng + j / q.gs;
+      double v;
+      if (q.mode == "affine") {
+        v = sv[g] * code + bv[g];
+      } else {
+        const double scale = q.mode == "nvfp4" ? double(mx::quant::from_fp8(static_cast<uint8_t>(sv[g])))
+                                               : std::ldexp(1.0, static_cast<int>(sv[g]) - 127);
+        v = (q.bits == 8 ? double(mx::quant::from_fp8(static_cast<uint8_t>(code))) : double(mx::quant::kFp4[code])) *
+            scale;
+      }
+      out.W[r0 * cols + j] = v;
+    }
+  }
+  return out;
+}
+
+// ref[m, n] and Σ|x·w| of x [M, K] against the matrix at W (transposed: [N, K], else [K, N]).
+void reference(const std::vector<double>& x, const double* W, int64_t M, int64_t N, int64_t K, bool transpose,
+               std::vector<double>& ref, std::vector<double>& mag) {
+  ref.assign(static_cast<size_t>(M * N), 0.0);
+  mag.assign(static_cast<size_t>(M * N), 0.0);
+  for (int64_t m = 0; m < M; ++m) {
+    for (int64_t k = 0; k < K; ++k) {
+      const double xv = x[m * K + k];
+      for (int64_t n = 0; n < N; ++n) {
+        const double w = transpose ? W[n * K + k] : W[k * N + n];
+        ref[m * N + n] += xv * w;
+        mag[m * N + n] += std::abs(xv * w);
+      }
+    }
+  }
+}
+
+double unit_roundoff(mx::Dtype t) { return t == mx::float64 ? 0x1p-53 : 0x1p-24; }
+double out_roundoff(mx::Dtype t) {
+  if (t == mx::float16) return 0x1p-11;
+  if (t == mx::bfloat16) return 0x1p-8;
+  return 0.0;
+}
+
+// Compares got with ref elementwise; returns the number of mismatches (and reports the first).
+int compare(const std::vector<double>& got, const std::vector<double>& ref, const std::vector<double>& mag,
+            int64_t K, mx::Dtype dt) {
+  int bad = 0;
+  const double u = unit_roundoff(dt), uo = out_roundoff(dt);
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double tol = (static_cast<double>(K) + 2.0) * u * mag[i] + uo * std::abs(ref[i]) + 1e-30;
+    if (!(std::abs(got[i] - ref[i]) <= tol)) {
+      if (bad == 0) {
+        ADD_FAILURE() << "element " << i << ": got " << got[i] << ", want " << ref[i] << " (tol " << tol << ")";
+      }
+      ++bad;
+    }
+  }
+  return bad;
+}
+
+class QmmKernels : public ::testing::TestWithParam<QSpec> {};
+
+// Every transpose, dtype, row count and instruction set for one (mode, group size, bits).
+TEST_P(QmmKernels, MatchesFloat64Reference) {
+  IsaGuard guard;
+  const QSpec q = GetParam();
+  const mx::Dtype dtypes[] = {mx::float32, mx::float16, mx::bfloat16, mx::float64};
+  int checked = 0;
+  for (bool transpose : {true, false}) {
+    // (rows of the packed matrix, its length): odd where the layout allows.
+    struct Sh {
+      int64_t N, K;
+    };
+    const Sh shapes[] = {transpose ? Sh{37, 3 * q.gs} : Sh{3 * q.gs, 37},
+                         transpose ? Sh{130, 5 * q.gs} : Sh{5 * q.gs + (q.gs < 128 ? 128 : 0), 21}};
+    for (int si = 0; si < 2; ++si) {
+      const int64_t N = shapes[si].N, K = shapes[si].K;
+      for (mx::Dtype dt : dtypes) {
+        const mx::Shape wshape = transpose ? mx::Shape{int(N), int(K)} : mx::Shape{int(K), int(N)};
+        Quantized qw = make_quantized(q, wshape, dt, 1000u + static_cast<uint32_t>(q.gs * 10 + q.bits + si));
+        for (int M : {1, 2, 3, 7, 8, 9, 16, 17, 33}) {
+          if (si == 1 && M != 1 && M != 9) continue;
+          auto x = rand_array({M, int(K)}, dt, 7u + static_cast<uint32_t>(M));
+          const std::vector<double> xv = vals(x);
+          std::vector<double> ref, mag;
+          reference(xv, qw.W.data(), M, N, K, transpose, ref, mag);
+          for (QmmIsa isa : isas()) {
+            SCOPED_TRACE(spec_name(q) + " transpose=" + std::to_string(transpose) + " N=" + std::to_string(N) +
+                         " K=" + std::to_string(K) + " M=" + std::to_string(M) + " dtype=" +
+                         mx::dtype_name(dt) + " isa=" + isa_name(isa));
+            mx::quant::set_qmm_isa(isa);
+            auto y = mx::quantized_matmul(x, qw.wq, qw.s, qw.b, transpose, q.gs, q.bits, q.mode);
+            ASSERT_EQ(y.shape(), (mx::Shape{M, int(N)}));
+            ASSERT_EQ(y.dtype(), dt);
+            ASSERT_EQ(compare(vals(y), ref, mag, K, dt), 0);
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 2 * 4 * (9 + 2) * static_cast<int>(isas().size()));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllModes, QmmKernels, ::testing::ValuesIn(all_specs()),
+                         [](const auto& info) { return spec_name(info.param); });
+
+// A long K (the decode shapes' accumulation pattern) with the hot 4-bit layout and the fp modes.
+TEST(QmmKernelsLongK, Float32M1) {
+  IsaGuard guard;
+  for (const QSpec& q : {QSpec{"affine", 64, 4}, QSpec{"affine", 32, 3}, QSpec{"mxfp4", 32, 4}, QSpec{"nvfp4", 16, 4},
+                         QSpec{"mxfp8", 32, 8}}) {
+    const int64_t N = 67, K = 4096;
+    Quantized qw = make_quantized(q, {int(N), int(K)}, mx::float32, 77u);
+    auto x = rand_array({1, int(K)}, mx::float32, 78u);
+    std::vector<double> ref, mag;
+    reference(vals(x), qw.W.data(), 1, N, K, true, ref, mag);
+    for (QmmIsa isa : isas()) {
+      SCOPED_TRACE(spec_name(q) + " isa=" + isa_name(isa));
+      mx::quant::set_qmm_isa(isa);
+      auto y = mx::quantized_matmul(x, qw.wq, qw.s, qw.b, true, q.gs, q.bits, q.mode);
+      EXPECT_EQ(compare(vals(y), ref, mag, K, mx::float32), 0);
+    }
+  }
+}
+
+// x with strides (a transposed view, a strided slice) and with a batch axis folded into its rows.
+TEST(QmmKernelsLayout, StridedAndBatchedX) {
+  IsaGuard guard;
+  const QSpec q{"affine", 64, 4};
+  const int64_t N = 45, K = 192;
+  Quantized qw = make_quantized(q, {int(N), int(K)}, mx::float32, 5u);
+  for (QmmIsa isa : isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    mx::quant::set_qmm_isa(isa);
+    for (int M : {1, 5, 12}) {
+      auto xt = mx::transpose(rand_array({int(K), M}, mx::float32, 9u));  // [M, K], column-major
+      auto xs = mx::slice(rand_array({M, int(2 * K)}, mx::float32, 10u), {0, 0}, {M, int(2 * K)}, {1, 2});
+      for (const auto& x : {xt, xs}) {
+        std::vector<double> ref, mag;
+        reference(vals(x), qw.W.data(), M, N, K, true, ref, mag);
+        auto y = mx::quantized_matmul(x, qw.wq, qw.s, qw.b, true, q.gs, q.bits, q.mode);
+        EXPECT_EQ(compare(vals(y), ref, mag, K, mx::float32), 0);
+      }
+    }
+    // [2, 3, K] bfloat16 x against a matrix: the batch folds into 6 rows.
+    auto xb = rand_array({2, 3, int(K)}, mx::bfloat16, 11u);
+    std::vector<double> ref, mag;
+    Quantized qb = make_quantized(q, {int(N), int(K)}, mx::bfloat16, 5u);
+    reference(vals(xb), qb.W.data(), 6, N, K, true, ref, mag);
+    auto y = mx::quantized_matmul(xb, qb.wq, qb.s, qb.b, true, q.gs, q.bits, q.mode);
+    ASSERT_EQ(y.shape(), (mx::Shape{2, 3, int(N)}));
+    EXPECT_EQ(compare(vals(y), ref, mag, K, mx::bfloat16), 0);
+  }
+}
+
+// Batched x against batched w: one product per batch matrix (a broadcast w batch included).
+TEST(QmmKernelsLayout, BatchedWeights) {
+  IsaGuard guard;
+  for (const QSpec& q : {QSpec{"affine", 32, 4}, QSpec{"affine", 64, 6}, QSpec{"mxfp4", 32, 4}}) {
+    const int64_t N = 192, K = 128;  // both group multiples (transpose=false packs N)
+    for (bool transpose : {true, false}) {
+      const int64_t R = transpose ? N : K, C = transpose ? K : N;
+      Quantized qw = make_quantized(q, {2, int(R), int(C)}, mx::float32, 21u);
+      for (QmmIsa isa : isas()) {
+        mx::quant::set_qmm_isa(isa);
+        for (int M : {1, 4, 17}) {
+          SCOPED_TRACE(spec_name(q) + " transpose=" + std::to_string(transpose) + " M=" + std::to_string(M) + " " +
+                       isa_name(isa));
+          auto x = rand_array({2, M, int(K)}, mx::float32, 22u);
+          const std::vector<double> xv = vals(x);
+          auto y = mx::quantized_matmul(x, qw.wq, qw.s, qw.b, transpose, q.gs, q.bits, q.mode);
+          const std::vector<double> got = vals(y);
+          for (int b = 0; b < 2; ++b) {
+            std::vector<double> xb(xv.begin() + b * M * K, xv.begin() + (b + 1) * M * K), ref, mag;
+            reference(xb, qw.W.data() + b * R * C, M, N, K, transpose, ref, mag);
+            std::vector<double> gb(got.begin() + b * M * N, got.begin() + (b + 1) * M * N);
+            EXPECT_EQ(compare(gb, ref, mag, K, mx::float32), 0) << "batch " << b;
+          }
+        }
+      }
+    }
+  }
+}
+
+// GatherQMM: lhs [2, 1] and rhs [1, 3] broadcast to [2, 3] jobs, each x[lhs] · W[rhs](ᵀ).
+TEST(QmmKernelsGather, BroadcastIndices) {
+  IsaGuard guard;
+  for (const QSpec& q : {QSpec{"affine", 64, 4}, QSpec{"affine", 32, 5}, QSpec{"nvfp4", 16, 4}, QSpec{"mxfp8", 32, 8}}) {
+    for (bool transpose : {true, false}) {
+      const int64_t E = 4, N = 192, K = 128;
+      const int64_t R = transpose ? N : K, C = transpose ? K : N;
+      for (mx::Dtype dt : {mx::float32, mx::float16}) {
+        Quantized qw = make_quantized(q, {int(E), int(R), int(C)}, dt, 31u);
+        for (int M : {1, 3, 10, 20}) {
+          auto x = rand_array({3, M, int(K)}, dt, 32u);
+          const std::vector<double> xv = vals(x);
+          const uint32_t lhs_v[] = {2, 0}, rhs_v[] = {3, 1, 3};
+          mx::array lhs(std::vector<uint32_t>{2, 0}, {2, 1}, mx::uint32);
+          mx::array rhs(std::vector<uint32_t>{3, 1, 3}, {1, 3}, mx::uint32);
+          for (QmmIsa isa : isas()) {
+            SCOPED_TRACE(spec_name(q) + " transpose=" + std::to_string(transpose) + " M=" + std::to_string(M) +
+                         " " + mx::dtype_name(dt) + " " + isa_name(isa));
+            mx::quant::set_qmm_isa(isa);
+            auto y = mx::gather_qmm(x, qw.wq, qw.s, qw.b, lhs, rhs, transpose, q.gs, q.bits, q.mode);
+            ASSERT_EQ(y.shape(), (mx::Shape{2, 3, M, int(N)}));
+            const std::vector<double> got = vals(y);
+            for (int i = 0; i < 2; ++i) {
+              for (int j = 0; j < 3; ++j) {
+                std::vector<double> xb(xv.begin() + lhs_v[i] * M * K, xv.begin() + (lhs_v[i] + 1) * M * K), ref, mag;
+                reference(xb, qw.W.data() + rhs_v[j] * R * C, M, N, K, transpose, ref, mag);
+                const int64_t o = (i * 3 + j) * M * N;
+                std::vector<double> gb(got.begin() + o, got.begin() + o + M * N);
+                EXPECT_EQ(compare(gb, ref, mag, K, dt), 0) << "job " << i << "," << j;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// No rows, no columns, and K == 0 (a zero result).
+TEST(QmmKernelsEdge, EmptyAndZeroK) {
+  IsaGuard guard;
+  const QSpec q{"affine", 64, 4};
+  Quantized qw = make_quantized(q, {24, 128}, mx::float32, 41u);
+  for (QmmIsa isa : isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    mx::quant::set_qmm_isa(isa);
+    auto y0 = mx::quantized_matmul(mx::zeros({0, 128}, mx::float32), qw.wq, qw.s, qw.b, true, 64, 4);
+    y0.eval();
+    EXPECT_EQ(y0.shape(), (mx::Shape{0, 24}));
+    auto wq0 = mx::zeros({0, 16}, mx::uint32);
+    auto s0 = mx::zeros({0, 2}, mx::float32);
+    auto yn = mx::quantized_matmul(rand_array({3, 128}, mx::float32, 1u), wq0, s0, s0, true, 64, 4);
+    yn.eval();
+    EXPECT_EQ(yn.shape(), (mx::Shape{3, 0}));
+    auto wk = mx::zeros({5, 0}, mx::uint32);
+    auto sk = mx::zeros({5, 0}, mx::float32);
+    auto yk = mx::quantized_matmul(mx::zeros({3, 0}, mx::float32), wk, sk, sk, true, 64, 4);
+    ASSERT_EQ(yk.shape(), (mx::Shape{3, 5}));
+    for (double v : vals(yk)) EXPECT_EQ(v, 0.0);
+  }
+}
+
+// The switch itself: a request above the CPU's best is clamped; nullopt restores the default.
+TEST(QmmKernelsIsa, OverrideClampsToCpu) {
+  IsaGuard guard;
+  mx::quant::set_qmm_isa(QmmIsa::Scalar);
+  EXPECT_EQ(mx::quant::qmm_isa(), QmmIsa::Scalar);
+  mx::quant::set_qmm_isa(QmmIsa::Avx512);
+  EXPECT_EQ(mx::quant::qmm_isa(), mx::quant::qmm_best_isa());
+  mx::quant::set_qmm_isa(QmmIsa::Avx2);
+  EXPECT_EQ(mx::quant::qmm_isa(), std::min(QmmIsa::Avx2, mx::quant::qmm_best_isa()));
+}
+
+}  // namespace

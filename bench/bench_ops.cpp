@@ -371,6 +371,58 @@ void BM_QuantizedMatmulLlamaDecode(benchmark::State& st) {
 }
 BENCHMARK(BM_QuantizedMatmulLlamaDecode)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+// ---------------------------------------------------------------------------------------------
+// Vector math (issue 12 point 3, src/backend/cpu/vmath.h): element-wise math on 1M and 16M float32
+// elements, items/s = elements per second of wall time (UseRealTime: the kernels run on all cores).
+// KILN_CPU_ISA=scalar|avx2 runs the lower levels.
+
+mx::array positive_like(mx::Shape shape) { return mx::abs(rand_like(shape)) + 0.01f; }
+
+#define KILN_BENCH_UNARY(Name, expr, input)                           \
+  void Name(benchmark::State& st) {                                   \
+    int n = static_cast<int>(st.range(0));                            \
+    auto a = input;                                                   \
+    mx::eval(a);                                                      \
+    for (auto _ : st) {                                               \
+      auto c = expr;                                                  \
+      c.eval();                                                       \
+    }                                                                 \
+    st.SetItemsProcessed(int64_t(st.iterations()) * n);               \
+  }                                                                   \
+  BENCHMARK(Name)->Arg(1 << 20)->Arg(1 << 24)->Unit(benchmark::kMillisecond)->UseRealTime();
+KILN_BENCH_UNARY(BM_Log, mx::log(a), positive_like({n}))
+KILN_BENCH_UNARY(BM_Tanh, mx::tanh(a), rand_like({n}) * 3.0f)
+KILN_BENCH_UNARY(BM_Sin, mx::sin(a), rand_like({n}) * 10.0f)
+KILN_BENCH_UNARY(BM_Erf, mx::erf(a), rand_like({n}))
+KILN_BENCH_UNARY(BM_Sigmoid, mx::sigmoid(a), rand_like({n}))
+KILN_BENCH_UNARY(BM_Log1p, mx::log1p(a), positive_like({n}))
+#undef KILN_BENCH_UNARY
+
+// BM_Pow: a tensor exponent; BM_PowScalar: x ** 1.5 (a one-element exponent).
+void BM_Pow(benchmark::State& st) {
+  int n = static_cast<int>(st.range(0));
+  auto a = positive_like({n}), b = rand_like({n}, 1.0f);
+  mx::eval(a, b);
+  for (auto _ : st) {
+    auto c = mx::power(a, b);
+    c.eval();
+  }
+  st.SetItemsProcessed(int64_t(st.iterations()) * n);
+}
+BENCHMARK(BM_Pow)->Arg(1 << 20)->Arg(1 << 24)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_PowScalar(benchmark::State& st) {
+  int n = static_cast<int>(st.range(0));
+  auto a = positive_like({n});
+  mx::eval(a);
+  for (auto _ : st) {
+    auto c = mx::power(a, mx::array(1.5f));
+    c.eval();
+  }
+  st.SetItemsProcessed(int64_t(st.iterations()) * n);
+}
+BENCHMARK(BM_PowScalar)->Arg(1 << 20)->Arg(1 << 24)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 }  // namespace
 
 BENCHMARK_MAIN();

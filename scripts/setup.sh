@@ -5,6 +5,8 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 PKGS="cmake g++ make pkg-config libopenblas-dev liblapacke-dev libfftw3-dev libgtest-dev nlohmann-json3-dev"
+# SLEEF: vectorized math functions (exp/log/tanh/pow/... at AVX2 and AVX-512 width), src/backend/cpu/vmath.h.
+PKGS="$PKGS libsleef-dev"
 # clang with its sanitizer and libFuzzer runtimes (libclang-rt-dev): scripts/sanitize.sh.
 PKGS="$PKGS clang libclang-rt-dev"
 # ccache: the wheel build (scripts/python_tests.sh) compiles the same library sources as build/, so they

@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -62,15 +64,19 @@ inline Isa isa_detected() {
 #endif
 }
 
-// "scalar", "avx2", "avx512" or "avx512bf16" to a level; anything else (or null) is no limit.
+// A KILN_CPU_ISA value to a level: "scalar", "avx2", "avx512" or "avx512bf16"; null or empty is no limit
+// (the highest level); anything else throws std::invalid_argument naming it.
 inline Isa parse_isa(const char* s) {
-  if (s && std::strcmp(s, "scalar") == 0) return Isa::scalar;
-  if (s && std::strcmp(s, "avx2") == 0) return Isa::avx2;
-  if (s && std::strcmp(s, "avx512") == 0) return Isa::avx512;
-  return Isa::avx512bf16;
+  if (s == nullptr || *s == '\0') return Isa::avx512bf16;
+  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512bf16}) {
+    if (std::strcmp(s, isa_name(i)) == 0) return i;
+  }
+  throw std::invalid_argument(std::string("[KILN_CPU_ISA] Expected scalar, avx2, avx512 or avx512bf16 but found '") +
+                              s + "'.");
 }
 
-// The level forced by KILN_CPU_ISA=scalar|avx2|avx512 (read once); the highest level (no limit) when unset.
+// The level forced by KILN_CPU_ISA (read once); the highest level (no limit) when unset. An unknown value
+// throws on every call.
 inline Isa isa_override() {
   static const Isa forced = parse_isa(std::getenv("KILN_CPU_ISA"));
   return forced;

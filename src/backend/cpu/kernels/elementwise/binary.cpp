@@ -132,8 +132,10 @@ struct RemainderOp {
   }
 };
 
+// kVec: the cpu::VBinary that computes the op's float32 values in vector form (cpu/vmath.h).
 struct PowerOp {
   static constexpr bool kHalfViaFloat = true;
+  static constexpr cpu::VBinary kVec = cpu::VBinary::Power;
   template <typename T>
   static T apply(T base, T e) {
     if constexpr (std::is_same_v<T, bool>) {
@@ -183,6 +185,7 @@ struct ExtremumOp {
 
 struct ArcTan2Op {
   static constexpr bool kHalfViaFloat = true;
+  static constexpr cpu::VBinary kVec = cpu::VBinary::ArcTan2;
   template <typename T>
   static T apply(T x, T y) {
     if constexpr (detail::is_complex_v<T>) return T(std::atan2(x.real(), y.real()), 0.0f);  // MLX uses real parts
@@ -194,6 +197,7 @@ struct ArcTan2Op {
 // max + log1p(exp(min - max)); infinite operands short-circuit to the maximum.
 struct LogAddExpOp {
   static constexpr bool kHalfViaFloat = true;
+  static constexpr cpu::VBinary kVec = cpu::VBinary::LogAddExp;
   template <typename T>
   static T apply(T x, T y) {
     if constexpr (detail::is_half_v<T>) {
@@ -214,10 +218,73 @@ struct LogAddExpOp {
   }
 };
 
+// Ops with kVec on float32 / 16-bit operands: float blocks through cpu::vbinary. Operands that are
+// row-major of the output's shape or a single element (x ** 2.0) are read directly (float32) or
+// converted in blocks; other layouts (strided, broadcast) are gathered row by row, so every layout
+// gives the same values.
+template <typename Op, typename T>
+void vec_binary_run(const array& a0, const array& b0, array& out) {
+  const size_t n = out.size();
+  auto usable = [&](const array& x) { return x.size() == 1 || (x.row_contiguous() && x.shape() == out.shape()); };
+  if (!usable(a0) || !usable(b0)) {
+    const array& a = a0.shape() == out.shape() ? a0 : broadcast_view(a0, out.shape());
+    const array& b = b0.shape() == out.shape() ? b0 : broadcast_view(b0, out.shape());
+    out.alloc();
+    const T* pa = static_cast<const T*>(a.buffer()->ptr);
+    const T* pb = static_cast<const T*>(b.buffer()->ptr);
+    T* dst = out.data<T>();
+    cpu::for_each_row<3>(
+        out.shape(), {&out.strides(), &a.strides(), &b.strides()}, {0, a.offset(), b.offset()}, cpu::kGrainMedium,
+        [&](const std::array<int64_t, 3>& o, int64_t m, const std::array<int64_t, 3>& st) {
+          alignas(64) float x[kHalfBlock], y[kHalfBlock], z[kHalfBlock];
+          for (int64_t i = 0; i < m; i += static_cast<int64_t>(kHalfBlock)) {
+            const int64_t k = std::min<int64_t>(static_cast<int64_t>(kHalfBlock), m - i);
+            for (int64_t j = 0; j < k; ++j) {
+              x[j] = static_cast<float>(pa[o[1] + (i + j) * st[1]]);
+              y[j] = static_cast<float>(pb[o[2] + (i + j) * st[2]]);
+            }
+            cpu::vbinary(Op::kVec, x, y, z, static_cast<size_t>(k));
+            for (int64_t j = 0; j < k; ++j) dst[o[0] + (i + j) * st[0]] = T(z[j]);
+          }
+        });
+    return;
+  }
+  out.alloc();
+  if (n == 0) return;
+  const T* pa = a0.data<T>();
+  const T* pb = b0.data<T>();
+  const bool sa = a0.size() == 1 && n > 1, sb = b0.size() == 1 && n > 1;
+  T* d = out.data<T>();
+  cpu::parallel_for(n, cpu::kGrainMedium, [&](size_t lo, size_t hi) {
+    alignas(64) float x[kHalfBlock], y[kHalfBlock], z[kHalfBlock];
+    if (sa) std::fill(x, x + kHalfBlock, static_cast<float>(pa[0]));
+    if (sb) std::fill(y, y + kHalfBlock, static_cast<float>(pb[0]));
+    for (size_t i = lo; i < hi; i += kHalfBlock) {
+      const size_t m = std::min(kHalfBlock, hi - i);
+      const float* xa = x;
+      const float* yb = y;
+      float* zo = z;
+      if constexpr (std::is_same_v<T, float>) {
+        if (!sa) xa = pa + i;
+        if (!sb) yb = pb + i;
+        zo = d + i;
+      } else {
+        if (!sa) to_float(pa + i, x, m);
+        if (!sb) to_float(pb + i, y, m);
+      }
+      cpu::vbinary(Op::kVec, xa, yb, zo, m);
+      if constexpr (!std::is_same_v<T, float>) from_float(z, d + i, m);
+    }
+  });
+}
+
 // Runs Op over one dtype. Row-major float16/bfloat16 operands of the output's shape go through float
 // blocks when the op's float16 result is its float result rounded once (kHalfViaFloat).
 template <typename Op, typename T>
 void arith_run(const std::vector<array>& in, std::vector<array>& out) {
+  if constexpr (requires { Op::kVec; } && (std::is_same_v<T, float> || detail::is_half_v<T>)) {
+    return vec_binary_run<Op, T>(in[0], in[1], out[0]);
+  }
   if constexpr (detail::is_half_v<T> && requires { Op::kHalfViaFloat; }) {
     const array &a = in[0], &b = in[1];
     if (a.row_contiguous() && b.row_contiguous() && a.shape() == out[0].shape() && b.shape() == out[0].shape()) {

@@ -22,6 +22,7 @@
 
 #include "backend/cpu/kernels/elementwise/elementwise_math.h"
 #include "backend/cpu/loops.h"
+#include "backend/cpu/vmath.h"
 #include "core/kernels.h"
 #include "kiln/primitive.h"
 
@@ -127,8 +128,8 @@ void binary_run(const array& a0, const array& b0, array& out, F f) {
   cpu::binary_loop<T, T, Out>(a, b, out, f);
 }
 
-// float32 exp/sin/cos/sigmoid/erf over a contiguous range with AVX2+FMA (unary_avx2.cpp); returns
-// false, doing nothing, when the CPU or the build lacks them.
+// float32 exp/sin/cos/sigmoid/erf over a contiguous range with AVX2+FMA or wider (unary_avx2.cpp,
+// forwarding to cpu::vunary); returns false, doing nothing, when cpu::isa_level() is below AVX2.
 enum class Avx2Op { Exp, Sin, Cos, Sigmoid, Erf };
 bool avx2_unary_f32(Avx2Op op, const float* src, float* dst, size_t n);
 
@@ -175,16 +176,41 @@ void half_blocks(const array& a, const array& b, array& out, Body body) {
   });
 }
 
+// Any layout of a float or 16-bit array through float blocks: each innermost row is gathered into a
+// block (converted to float), body(x, y, n) computes n floats, and the results are stored (rounded
+// once). Used by the vectorized ops so that strided inputs give the same values as contiguous ones.
+template <typename T, typename Body>
+void strided_blocks(const array& in, array& out, Body body) {
+  out.alloc();
+  const T* src = static_cast<const T*>(in.buffer()->ptr);
+  T* dst = out.data<T>();
+  cpu::for_each_row<2>(out.shape(), {&out.strides(), &in.strides()}, {0, in.offset()}, cpu::kGrainMedium,
+                       [&](const std::array<int64_t, 2>& o, int64_t m, const std::array<int64_t, 2>& st) {
+                         alignas(64) float x[kHalfBlock], y[kHalfBlock];
+                         T* d = dst + o[0];
+                         const T* s = src + o[1];
+                         const int64_t ss = st[1], ds = st[0];
+                         for (int64_t i = 0; i < m; i += static_cast<int64_t>(kHalfBlock)) {
+                           const int64_t k = std::min<int64_t>(static_cast<int64_t>(kHalfBlock), m - i);
+                           for (int64_t j = 0; j < k; ++j) x[j] = static_cast<float>(s[(i + j) * ss]);
+                           body(x, y, static_cast<size_t>(k));
+                           for (int64_t j = 0; j < k; ++j) d[(i + j) * ds] = T(y[j]);
+                         }
+                       });
+}
+
 // Unary kernel for ops that MLX evaluates on inexact types only: Op::apply(x) for x of type float,
 // double and (when Complex) complex64_t; float16/bfloat16 compute in float and round once.
+// Ops with kVec (a cpu::VUnary) run their float32 and 16-bit values through the vector math
+// (cpu::vunary: MLX's polynomials bit for bit, SLEEF's 1-ULP functions for the C library's), in any
+// layout; float64 and complex values take Op::apply, element by element.
 template <typename Op, bool Complex = true>
 void unary_fp(const array& in, array& out) {
-  // Ops MLX computes with its own polynomials (kAvx2) have AVX2+FMA float32 loops.
+  constexpr bool kVec = requires { Op::kVec; };
   auto float_block = [](const float* x, float* y, size_t n) {
-    if constexpr (requires { Op::kAvx2; }) {
-      if (avx2_unary_f32(Op::kAvx2, x, y, n)) return;
-    }
-    for (size_t i = 0; i < n; ++i) y[i] = Op::apply(x[i]);
+    if constexpr (kVec) cpu::vunary(Op::kVec, x, y, n);
+    else
+      for (size_t i = 0; i < n; ++i) y[i] = Op::apply(x[i]);
   };
   detail::dispatch_all(in.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -194,11 +220,14 @@ void unary_fp(const array& in, array& out) {
         const float* s = in.data<float>();
         float* d = out.data<float>();
         cpu::parallel_for(out.size(), cpu::kGrainMedium, [&](size_t b, size_t e) { float_block(s + b, d + b, e - b); });
+      } else if constexpr (kVec) {
+        strided_blocks<T>(in, out, float_block);
       } else {
         unary_run<T, T>(in, out, [](T v) { return Op::apply(v); });
       }
     } else if constexpr (detail::is_half_v<T>) {
       if (in.row_contiguous()) half_blocks<T>(in, out, float_block);
+      else if constexpr (kVec) strided_blocks<T>(in, out, float_block);
       else unary_run<T, T>(in, out, [](T v) { return T(Op::apply(static_cast<float>(v))); });
     } else if constexpr (detail::is_float_v<T>) {
       unary_run<T, T>(in, out, [](T v) { return Op::apply(v); });

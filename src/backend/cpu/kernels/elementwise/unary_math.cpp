@@ -13,6 +13,7 @@ namespace {
 using namespace ew;
 
 // Each Op maps a float, a double or a complex64_t to the same type.
+// kVec: the cpu::VUnary that computes the op's float32 values in vector form (cpu/vmath.h).
 #define KILN_STD_UNARY(Name, fn)        \
   struct Name {                         \
     template <typename T>               \
@@ -20,20 +21,29 @@ using namespace ew;
       return std::fn(x);                \
     }                                   \
   };
-KILN_STD_UNARY(TanOp, tan)
-KILN_STD_UNARY(TanhOp, tanh)
-KILN_STD_UNARY(SinhOp, sinh)
-KILN_STD_UNARY(CoshOp, cosh)
-KILN_STD_UNARY(ArcSinOp, asin)
-KILN_STD_UNARY(ArcCosOp, acos)
-KILN_STD_UNARY(ArcTanOp, atan)
-KILN_STD_UNARY(ArcSinhOp, asinh)
-KILN_STD_UNARY(ArcCoshOp, acosh)
-KILN_STD_UNARY(ArcTanhOp, atanh)
-KILN_STD_UNARY(SqrtOp, sqrt)
-KILN_STD_UNARY(LogOp, log)
-KILN_STD_UNARY(Log10Op, log10)
+#define KILN_STD_UNARY_VEC(Name, fn, V)                  \
+  struct Name {                                          \
+    static constexpr cpu::VUnary kVec = cpu::VUnary::V;  \
+    template <typename T>                                \
+    static T apply(T x) {                                \
+      return std::fn(x);                                 \
+    }                                                    \
+  };
+KILN_STD_UNARY_VEC(TanOp, tan, Tan)
+KILN_STD_UNARY_VEC(TanhOp, tanh, Tanh)
+KILN_STD_UNARY_VEC(SinhOp, sinh, Sinh)
+KILN_STD_UNARY_VEC(CoshOp, cosh, Cosh)
+KILN_STD_UNARY_VEC(ArcSinOp, asin, ArcSin)
+KILN_STD_UNARY_VEC(ArcCosOp, acos, ArcCos)
+KILN_STD_UNARY_VEC(ArcTanOp, atan, ArcTan)
+KILN_STD_UNARY_VEC(ArcSinhOp, asinh, ArcSinh)
+KILN_STD_UNARY_VEC(ArcCoshOp, acosh, ArcCosh)
+KILN_STD_UNARY_VEC(ArcTanhOp, atanh, ArcTanh)
+KILN_STD_UNARY(SqrtOp, sqrt)  // the compiler vectorizes sqrt itself (correctly rounded, as the C library)
+KILN_STD_UNARY_VEC(LogOp, log, Log)
+KILN_STD_UNARY_VEC(Log10Op, log10, Log10)
 #undef KILN_STD_UNARY
+#undef KILN_STD_UNARY_VEC
 
 struct RsqrtOp {
   template <typename T>
@@ -42,9 +52,8 @@ struct RsqrtOp {
   }
 };
 
-// Ops with kAvx2 also have an AVX2+FMA float32 loop (unary_avx2.cpp).
 struct ExpOp {
-  static constexpr Avx2Op kAvx2 = Avx2Op::Exp;
+  static constexpr cpu::VUnary kVec = cpu::VUnary::Exp;
   template <typename T>
   static T apply(T x) {
     if constexpr (detail::is_complex_v<T>) return std::exp(x);
@@ -53,6 +62,7 @@ struct ExpOp {
 };
 
 struct Expm1Op {
+  static constexpr cpu::VUnary kVec = cpu::VUnary::Expm1;
   template <typename T>
   static T apply(T x) {
     // MLX's complex expm1 resolves to the real overload: expm1 of the real part, imaginary part 0.
@@ -62,6 +72,7 @@ struct Expm1Op {
 };
 
 struct Log2Op {
+  static constexpr cpu::VUnary kVec = cpu::VUnary::Log2;
   template <typename T>
   static T apply(T x) {
     if constexpr (detail::is_complex_v<T>) {
@@ -75,6 +86,7 @@ struct Log2Op {
 };
 
 struct Log1pOp {
+  static constexpr cpu::VUnary kVec = cpu::VUnary::Log1p;
   template <typename T>
   static T apply(T x) {
     if constexpr (detail::is_complex_v<T>) return log1p_c(x);
@@ -83,7 +95,7 @@ struct Log1pOp {
 };
 
 struct SinOp {
-  static constexpr Avx2Op kAvx2 = Avx2Op::Sin;
+  static constexpr cpu::VUnary kVec = cpu::VUnary::Sin;
   template <typename T>
   static T apply(T x) {
     if constexpr (detail::is_complex_v<T>) return std::sin(x);
@@ -92,7 +104,7 @@ struct SinOp {
 };
 
 struct CosOp {
-  static constexpr Avx2Op kAvx2 = Avx2Op::Cos;
+  static constexpr cpu::VUnary kVec = cpu::VUnary::Cos;
   template <typename T>
   static T apply(T x) {
     if constexpr (detail::is_complex_v<T>) return std::cos(x);
@@ -102,7 +114,7 @@ struct CosOp {
 
 // 1/(1 + e^|x|) mirrored for x >= 0, which never overflows to NaN.
 struct SigmoidOp {
-  static constexpr Avx2Op kAvx2 = Avx2Op::Sigmoid;
+  static constexpr cpu::VUnary kVec = cpu::VUnary::Sigmoid;
   template <typename T>
   static T apply(T x) {
     if constexpr (detail::is_complex_v<T>) {
@@ -119,7 +131,7 @@ struct SigmoidOp {
 };
 
 struct ErfOp {
-  static constexpr Avx2Op kAvx2 = Avx2Op::Erf;
+  static constexpr cpu::VUnary kVec = cpu::VUnary::Erf;
   template <typename T>
   static T apply(T x) {
     T r = T(erf_f(static_cast<float>(x)));

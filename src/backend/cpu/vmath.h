@@ -1,0 +1,82 @@
+// Vector math over contiguous float32 arrays: out[i] = f(in[i]) (or f(a[i], b[i])) for n elements, at
+// the CPU's widest instruction set (cpu::isa_level(): AVX-512, AVX2+FMA, or portable scalar code).
+//
+// Two kinds of functions, both the values that MLX's CPU backend computes:
+//  - exp, sin, cos, sigmoid, erf: MLX's own single-precision polynomials (the scalar functions of
+//    kernels/elementwise/elementwise_math.h). Every level gives the same bits as the scalar code.
+//  - the others, which MLX takes from the C library: SLEEF's vector functions with a 1.0-ULP bound
+//    (Debian's libsleef-dev) at the AVX2 and AVX-512 levels, the C library itself at the scalar level.
+//    Their measured errors are in docs/vmath.md (tests/unit/test_vmath.cpp checks the bounds).
+// Any n (tails are handled); in and out may be the same pointer, otherwise they must not overlap.
+// This header declares functions only, so the per-ISA sources (vmath_avx2.cpp, vmath_avx512.cpp,
+// compiled with their own -m flags) may include it.
+#pragma once
+
+#include <cstddef>
+
+namespace kiln::cpu {
+
+// The instruction-set levels (backend/cpu/cpu_features.h), declared, not included: that header has inline
+// functions, which must not be compiled with the per-ISA sources' flags.
+enum class Isa : int;
+
+enum class VUnary : int {
+  // MLX's polynomials (bit-identical at every level)
+  Exp, Sin, Cos, Sigmoid, Erf,
+  // the C library's functions (SLEEF u10 at the vector levels)
+  Tan, Tanh, Sinh, Cosh, ArcSin, ArcCos, ArcTan, ArcSinh, ArcCosh, ArcTanh,
+  Log, Log2, Log10, Log1p, Expm1,
+  kCount
+};
+
+enum class VBinary : int {
+  Power,      // pow(a, b) (SLEEF powf)
+  ArcTan2,    // atan2(a, b) (SLEEF atan2f)
+  LogAddExp,  // max + log1p(exp(min - max)) with MLX's exp and SLEEF's log1p; infinities give the max
+  kCount
+};
+
+const char* vunary_name(VUnary f);
+const char* vbinary_name(VBinary f);
+
+// At cpu::isa_level().
+void vunary(VUnary f, const float* in, float* out, size_t n);
+void vbinary(VBinary f, const float* a, const float* b, float* out, size_t n);
+
+// At a given level (Isa::scalar / avx2 / avx512; avx512bf16 runs the AVX-512 code) for tests and
+// benchmarks; a level above cpu::isa_detected() throws std::invalid_argument.
+void vunary_at(Isa isa, VUnary f, const float* in, float* out, size_t n);
+void vbinary_at(Isa isa, VBinary f, const float* a, const float* b, float* out, size_t n);
+
+// Named entry points (at cpu::isa_level()).
+void vexp(const float* in, float* out, size_t n);
+void vsin(const float* in, float* out, size_t n);
+void vcos(const float* in, float* out, size_t n);
+void vsigmoid(const float* in, float* out, size_t n);
+void verf(const float* in, float* out, size_t n);
+void vtanh(const float* in, float* out, size_t n);
+void vlog(const float* in, float* out, size_t n);
+void vlog1p(const float* in, float* out, size_t n);
+void vexpm1(const float* in, float* out, size_t n);
+void vpow(const float* a, const float* b, float* out, size_t n);
+void vatan2(const float* a, const float* b, float* out, size_t n);
+void vlogaddexp(const float* a, const float* b, float* out, size_t n);
+
+namespace vmath_detail {
+using UnaryFn = void (*)(const float*, float*, size_t);
+using BinaryFn = void (*)(const float*, const float*, float*, size_t);
+struct Table {
+  UnaryFn unary[static_cast<int>(VUnary::kCount)];
+  BinaryFn binary[static_cast<int>(VBinary::kCount)];
+};
+// One element by the C library: unary functions in double precision rounded once, binary ones as
+// the scalar level computes them. The vector levels use them for the rare lanes that SLEEF does not
+// cover to its bound (NaN inputs, the edges of some ranges).
+float libm_unary(VUnary f, float x);
+float libm_binary(VBinary f, float a, float b);
+// Defined in vmath_avx2.cpp / vmath_avx512.cpp (null entries where the build has no such code).
+const Table* table_avx2();
+const Table* table_avx512();
+}  // namespace vmath_detail
+
+}  // namespace kiln::cpu

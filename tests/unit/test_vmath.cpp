@@ -1,0 +1,535 @@
+// The vector math (src/backend/cpu/vmath.h) at every instruction-set level this CPU has:
+//  - MLX's polynomials (exp, sin, cos, sigmoid, erf): every level gives the bits of the scalar
+//    functions of elementwise_math.h, over a sweep of bit patterns and the special values;
+//  - the C library's functions (SLEEF at the vector levels): the largest error in ULP against a
+//    double-precision reference over a sweep stays within kUlpBound, as the C library's own does
+//    (both are printed: docs/vmath.md has the table), and special values (±0, ±inf, NaN, domain
+//    edges, denormals) give what the C library gives;
+//  - the level choice (cpu::isa_level, KILN_CPU_ISA) and the kernels: contiguous, strided, broadcast
+//    and 16-bit inputs of the element-wise ops give the vector math's values.
+// The ctest entries isa.scalar and isa.avx2 (tests/CMakeLists.txt) rerun these and the element-wise
+// suites with KILN_CPU_ISA set, so the kernels' lower levels run too.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/kernels/elementwise/elementwise_math.h"
+#include "backend/cpu/vmath.h"
+#include "unit/elementwise_test_util.h"
+
+namespace {
+
+namespace cpu = kiln::cpu;
+namespace ew = kiln::ew;
+using cpu::VBinary;
+using cpu::VUnary;
+using namespace ew_test;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// Bound on the error of SLEEF's functions (the vector levels), in float ULPs of the exact result:
+// SLEEF's own 1.0-ULP bound (its u10 functions), which the C library's float functions do not all
+// meet (glibc's tanhf is off by up to 2.07 here). The measured maxima are printed and in docs/vmath.md.
+constexpr double kUlpBound = 1.01;
+
+// The levels with their own vector math code this CPU can run (avx512bf16 runs the AVX-512 code).
+std::vector<cpu::Isa> levels() {
+  std::vector<cpu::Isa> l;
+  for (cpu::Isa i : {cpu::Isa::scalar, cpu::Isa::avx2, cpu::Isa::avx512}) {
+    if (i <= cpu::isa_detected()) l.push_back(i);
+  }
+  return l;
+}
+
+uint32_t bits(float f) { return std::bit_cast<uint32_t>(f); }
+bool same(float a, float b) { return bits(a) == bits(b) || (std::isnan(a) && std::isnan(b)); }
+
+const std::vector<float>& specials() {
+  static const std::vector<float> v = [] {
+    std::vector<float> s = {0.0f, 1e-45f, 1e-40f, 1.1754942e-38f, FLT_MIN, 1e-30f, 1e-10f, 1e-7f, 1e-4f, 0.1f, 0.25f,
+                            0.5f, 0.75f, 0.9999999f, 1.0f, 1.0000001f, 1.5f, 2.0f, 3.0f, 3.1415927f, 10.0f, 87.99999f,
+                            88.0f, 88.00001f, 88.5f, 88.72283f, 88.7229f, 89.0f, 100.0f, 1e4f, 1e6f, 8388608.0f,
+                            1e10f, 2147483648.0f, 4294967040.0f, 4294967296.0f, 5e18f, 9.2e18f, 9.3e18f, 1e30f,
+                            3e38f, FLT_MAX, kInf};
+    std::vector<float> out;
+    for (float x : s) {
+      out.push_back(x);
+      out.push_back(-x);
+    }
+    out.push_back(kNaN);
+    out.push_back(-kNaN);
+    out.push_back(std::bit_cast<float>(0x7fa00001u));  // signalling-pattern NaN
+    return out;
+  }();
+  return v;
+}
+
+// Every `step`-th bit pattern of both signs (every exponent, denormals included), the specials, and a
+// dense stretch of [-lim, lim].
+std::vector<float> sweep(uint32_t step, float lim, int dense) {
+  std::vector<float> v = specials();
+  for (uint32_t b = 0; b < 0x7f800000u; b += step) {
+    v.push_back(std::bit_cast<float>(b));
+    v.push_back(-std::bit_cast<float>(b));
+  }
+  for (int i = 0; i <= dense; ++i) v.push_back(-lim + 2.0f * lim * static_cast<float>(i) / static_cast<float>(dense));
+  return v;
+}
+
+// ---- the instruction-set level ----
+
+TEST(VmathIsa, LevelIsCappedByHardwareAndEnvironment) {
+  EXPECT_EQ(cpu::parse_isa("scalar"), cpu::Isa::scalar);
+  EXPECT_EQ(cpu::parse_isa("avx2"), cpu::Isa::avx2);
+  EXPECT_EQ(cpu::parse_isa("avx512"), cpu::Isa::avx512);
+  try {
+    cpu::parse_isa("sse9");
+    ADD_FAILURE() << "no exception for an unknown level";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("Expected scalar, avx2, avx512 or avx512bf16 but found 'sse9'"), std::string::npos)
+        << e.what();
+  }
+  const cpu::Isa hw = cpu::isa_detected();
+  cpu::Isa want = hw;
+  if (const char* env = std::getenv("KILN_CPU_ISA"); env != nullptr && *env != '\0')
+    want = std::min(hw, cpu::parse_isa(env));
+  EXPECT_EQ(cpu::isa_level(), want);
+  std::printf("[vmath] hardware level %s, running at %s\n", cpu::isa_name(hw), cpu::isa_name(cpu::isa_level()));
+  float x = 1.0f, y = 0.0f;
+  if (hw < cpu::Isa::avx512) {
+    EXPECT_THROW(cpu::vunary_at(cpu::Isa::avx512, VUnary::Exp, &x, &y, 1), std::invalid_argument);
+  }
+}
+
+// ---- MLX's polynomials: the same bits at every level ----
+
+float scalar_poly(VUnary f, float x) {
+  switch (f) {
+    case VUnary::Exp: return ew::exp_f(x);
+    case VUnary::Sin: return ew::sincos_f<true>(x);
+    case VUnary::Cos: return ew::sincos_f<false>(x);
+    case VUnary::Sigmoid: {
+      float y = 1.0f / (1.0f + ew::exp_f(std::fabs(x)));
+      return x < 0.0f ? y : 1.0f - y;
+    }
+    default: {
+      float r = ew::erf_f(x);
+      return x > 0.0f ? r : -r;
+    }
+  }
+}
+
+TEST(Vmath, PolynomialsGiveTheScalarBitsAtEveryLevel) {
+  const std::vector<float> in = sweep(2039, 100.0f, 200000);
+  std::vector<float> out(in.size());
+  for (VUnary f : {VUnary::Exp, VUnary::Sin, VUnary::Cos, VUnary::Sigmoid, VUnary::Erf}) {
+    for (cpu::Isa isa : levels()) {
+      cpu::vunary_at(isa, f, in.data(), out.data(), in.size());
+      int bad = 0;
+      for (size_t i = 0; i < in.size(); ++i) {
+        float want = scalar_poly(f, in[i]);
+        if (bits(out[i]) != bits(want) && !(std::isnan(want) && std::isnan(out[i])) && ++bad <= 5)
+          ADD_FAILURE() << cpu::vunary_name(f) << " at " << cpu::isa_name(isa) << " of " << in[i] << " (0x" << std::hex
+                        << bits(in[i]) << std::dec << "): got " << out[i] << " want " << want;
+      }
+      EXPECT_EQ(bad, 0) << cpu::vunary_name(f) << " at " << cpu::isa_name(isa) << " over " << in.size() << " inputs";
+    }
+  }
+}
+
+TEST(Vmath, EveryLengthAndAlignmentIsHandled) {
+  // Tails (n not a multiple of the lanes) and unaligned starts; the elements past n are untouched.
+  std::vector<float> in(80), out(80), want(80);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = -3.0f + 0.17f * static_cast<float>(i);
+  for (cpu::Isa isa : levels()) {
+    for (size_t start : {0u, 1u, 3u}) {
+      for (size_t n = 0; n <= 40; ++n) {
+        std::fill(out.begin(), out.end(), 12345.0f);
+        cpu::vunary_at(isa, VUnary::Log1p, in.data() + start, out.data() + start, n);
+        cpu::vunary_at(cpu::Isa::scalar, VUnary::Log1p, in.data() + start, want.data() + start, n);
+        for (size_t i = 0; i < out.size(); ++i) {
+          if (i < start || i >= start + n) {
+            ASSERT_EQ(out[i], 12345.0f) << "wrote outside [" << start << ", " << start + n << ") at " << i;
+          } else {
+            ASSERT_TRUE(same(out[i], want[i]) || std::fabs(out[i] - want[i]) <= 2.5e-7f * std::fabs(want[i])) << i;
+          }
+        }
+        std::fill(out.begin(), out.end(), 12345.0f);
+        cpu::vbinary_at(isa, VBinary::Power, in.data() + start, in.data() + start + 1, out.data() + start, n);
+        for (size_t i = 0; i < out.size(); ++i)
+          if (i < start || i >= start + n) ASSERT_EQ(out[i], 12345.0f) << "pow wrote outside at " << i;
+      }
+    }
+    // In place.
+    std::vector<float> a = in, b(in.size());
+    cpu::vunary_at(isa, VUnary::Exp, a.data(), b.data(), a.size());
+    cpu::vunary_at(isa, VUnary::Exp, a.data(), a.data(), a.size());
+    for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(bits(a[i]), bits(b[i]));
+  }
+}
+
+// ---- the C library's functions: error bounds and special values ----
+
+// Error of `got` against the exact value `ref`, in ULPs of the float binade of ref (the float
+// denormal spacing below 2^-126). A NaN or infinite result must match the rounded reference exactly.
+double ulp_error(float got, double ref) {
+  const float rf = static_cast<float>(ref);
+  if (std::isnan(ref) || std::isnan(got)) return std::isnan(ref) && std::isnan(got) ? 0.0 : INFINITY;
+  if (std::isinf(got) || std::isinf(rf)) {
+    if (got == rf) return 0.0;
+    // An overflow to inf next to FLT_MAX (or a finite result next to an inf reference) within an ULP.
+    const double top = std::ldexp(1.0, 104);  // ULP of FLT_MAX
+    double g = std::isinf(got) ? std::copysign(std::ldexp(1.0, 128), got) : got;
+    return std::fabs(g - ref) / top;
+  }
+  int e = 0;
+  std::frexp(ref, &e);
+  const double u = std::ldexp(1.0, std::max(e - 24, -149));
+  return std::fabs(static_cast<double>(got) - ref) / u;
+}
+
+struct LibmFn {
+  VUnary f;
+  std::function<double(double)> ref;
+  std::function<float(float)> libm;
+  float dense_lim;
+};
+
+const std::vector<LibmFn>& libm_fns() {
+  static const std::vector<LibmFn> v = {
+      {VUnary::Tan, [](double x) { return std::tan(x); }, [](float x) { return std::tan(x); }, 10.0f},
+      {VUnary::Tanh, [](double x) { return std::tanh(x); }, [](float x) { return std::tanh(x); }, 10.0f},
+      {VUnary::Sinh, [](double x) { return std::sinh(x); }, [](float x) { return std::sinh(x); }, 90.0f},
+      {VUnary::Cosh, [](double x) { return std::cosh(x); }, [](float x) { return std::cosh(x); }, 90.0f},
+      {VUnary::ArcSin, [](double x) { return std::asin(x); }, [](float x) { return std::asin(x); }, 1.0f},
+      {VUnary::ArcCos, [](double x) { return std::acos(x); }, [](float x) { return std::acos(x); }, 1.0f},
+      {VUnary::ArcTan, [](double x) { return std::atan(x); }, [](float x) { return std::atan(x); }, 10.0f},
+      {VUnary::ArcSinh, [](double x) { return std::asinh(x); }, [](float x) { return std::asinh(x); }, 10.0f},
+      {VUnary::ArcCosh, [](double x) { return std::acosh(x); }, [](float x) { return std::acosh(x); }, 10.0f},
+      {VUnary::ArcTanh, [](double x) { return std::atanh(x); }, [](float x) { return std::atanh(x); }, 1.0f},
+      {VUnary::Log, [](double x) { return std::log(x); }, [](float x) { return std::log(x); }, 10.0f},
+      {VUnary::Log2, [](double x) { return std::log2(x); }, [](float x) { return std::log2(x); }, 10.0f},
+      {VUnary::Log10, [](double x) { return std::log10(x); }, [](float x) { return std::log10(x); }, 10.0f},
+      {VUnary::Log1p, [](double x) { return std::log1p(x); }, [](float x) { return std::log1p(x); }, 2.0f},
+      {VUnary::Expm1, [](double x) { return std::expm1(x); }, [](float x) { return std::expm1(x); }, 90.0f},
+  };
+  return v;
+}
+
+TEST(Vmath, LibraryFunctionsStayWithinTheUlpBound) {
+  const std::vector<float> base = sweep(1021, 1.0f, 0);
+  for (const LibmFn& fn : libm_fns()) {
+    std::vector<float> in = base;
+    for (int i = 0; i <= 300000; ++i)
+      in.push_back(-fn.dense_lim + 2.0f * fn.dense_lim * static_cast<float>(i) / 300000.0f);
+    std::vector<double> ref(in.size());
+    double libm_max = 0.0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      ref[i] = fn.ref(static_cast<double>(in[i]));
+      libm_max = std::max(libm_max, ulp_error(fn.libm(in[i]), ref[i]));
+    }
+    std::vector<float> out(in.size());
+    // The scalar level is the C library itself, bit for bit.
+    cpu::vunary_at(cpu::Isa::scalar, fn.f, in.data(), out.data(), in.size());
+    for (size_t i = 0; i < in.size(); ++i)
+      ASSERT_TRUE(same(out[i], fn.libm(in[i]))) << cpu::vunary_name(fn.f) << " scalar of " << in[i];
+    for (cpu::Isa isa : levels()) {
+      if (isa == cpu::Isa::scalar) continue;  // checked above
+      cpu::vunary_at(isa, fn.f, in.data(), out.data(), in.size());
+      double worst = 0.0;
+      float worst_x = 0.0f;
+      for (size_t i = 0; i < in.size(); ++i) {
+        double e = ulp_error(out[i], ref[i]);
+        if (e > worst) {
+          worst = e;
+          worst_x = in[i];
+        }
+      }
+      std::printf("[vmath] %-8s %-6s max %.3f ulp (at %.9g)   C library %.3f ulp   (%zu inputs)\n",
+                  cpu::vunary_name(fn.f), cpu::isa_name(isa), worst, worst_x, libm_max, in.size());
+      EXPECT_LE(worst, kUlpBound) << cpu::vunary_name(fn.f) << " at " << cpu::isa_name(isa) << ": worst input "
+                                  << worst_x;
+    }
+  }
+}
+
+TEST(Vmath, LibraryFunctionsGiveTheCLibrarysSpecialValues) {
+  // ±0, ±inf, NaN, denormals, the domain edges and outside the domain: the same class and sign as the
+  // C library (NaN for NaN, the same infinity, the same signed zero, exact results where it has them).
+  std::vector<float> in = specials();
+  for (float x : {1.0f, -1.0f, 1.0000001f, 0.99999994f, -0.99999994f, -1.0000001f, 2.0f, -2.0f})
+    in.push_back(x);
+  std::vector<float> out(in.size());
+  for (const LibmFn& fn : libm_fns()) {
+    for (cpu::Isa isa : levels()) {
+      cpu::vunary_at(isa, fn.f, in.data(), out.data(), in.size());
+      for (size_t i = 0; i < in.size(); ++i) {
+        float want = fn.libm(in[i]);
+        const bool special = std::isnan(want) || std::isinf(want) || want == 0.0f || std::isnan(in[i]) ||
+                             std::isinf(in[i]) || in[i] == 0.0f;
+        if (isa == cpu::Isa::scalar || std::isnan(in[i])) {  // the C library's bits (NaN inputs: its payload)
+          EXPECT_EQ(bits(out[i]), bits(want)) << cpu::vunary_name(fn.f) << " at " << cpu::isa_name(isa) << " of " << in[i];
+        } else if (special) {
+          EXPECT_TRUE(same(out[i], want)) << cpu::vunary_name(fn.f) << " at " << cpu::isa_name(isa) << " of " << in[i]
+                                          << ": got " << out[i] << " want " << want;
+        } else {
+          EXPECT_LE(ulp_error(out[i], fn.ref(in[i])), kUlpBound)
+              << cpu::vunary_name(fn.f) << " at " << cpu::isa_name(isa) << " of " << in[i] << ": got " << out[i];
+        }
+      }
+    }
+  }
+}
+
+// pow and atan2 over a grid of specials × specials (every pair: the C library's class and sign, and
+// within the bound where finite), and random operands of every magnitude against double precision.
+TEST(Vmath, PowerAndArcTan2MatchTheCLibrary) {
+  std::vector<float> sp = specials();
+  for (float x : {-8.0f, 1.0f / 3.0f, 7.0f, -7.0f, 0.5f, 2.5f, -2.5f, 31.0f, -31.0f, 1e-3f, 127.0f, -128.0f, 150.0f})
+    sp.push_back(x);
+  std::vector<float> a, b;
+  for (float x : sp)
+    for (float y : sp) {
+      a.push_back(x);
+      b.push_back(y);
+    }
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> mant(0.5f, 1.0f);
+  std::uniform_int_distribution<int> ex(-40, 40), ey(-6, 6), sign(0, 1);
+  for (int i = 0; i < 400000; ++i) {
+    a.push_back((sign(rng) ? -1.0f : 1.0f) * std::ldexp(mant(rng), ex(rng)));
+    float y = (sign(rng) ? -1.0f : 1.0f) * std::ldexp(mant(rng), ey(rng));
+    if (i % 4 == 0) y = std::round(y);  // integer exponents: negative bases give real results
+    b.push_back(y);
+  }
+  std::vector<float> out(a.size());
+  for (VBinary f : {VBinary::Power, VBinary::ArcTan2}) {
+    for (cpu::Isa isa : levels()) {
+      cpu::vbinary_at(isa, f, a.data(), b.data(), out.data(), a.size());
+      double worst = 0.0, libm_max = 0.0;
+      int bad = 0;
+      for (size_t i = 0; i < a.size(); ++i) {
+        const bool pw = f == VBinary::Power;
+        float want = pw ? std::pow(a[i], b[i]) : std::atan2(a[i], b[i]);
+        double ref = pw ? std::pow(static_cast<double>(a[i]), static_cast<double>(b[i]))
+                        : std::atan2(static_cast<double>(a[i]), static_cast<double>(b[i]));
+        const bool special = std::isnan(want) || std::isinf(want) || want == 0.0f || std::isnan(a[i]) ||
+                             std::isinf(a[i]) || a[i] == 0.0f || std::isnan(b[i]) || std::isinf(b[i]) || b[i] == 0.0f;
+        if (isa == cpu::Isa::scalar) {
+          if (bits(out[i]) != bits(want) && ++bad <= 8)
+            ADD_FAILURE() << cpu::vbinary_name(f) << " scalar of (" << a[i] << ", " << b[i] << ")";
+        } else if (special) {
+          if (!same(out[i], want) && ++bad <= 8)
+            ADD_FAILURE() << cpu::vbinary_name(f) << " at " << cpu::isa_name(isa) << " of (" << a[i] << ", " << b[i]
+                          << "): got " << out[i] << " want " << want;
+        } else {
+          worst = std::max(worst, ulp_error(out[i], ref));
+          libm_max = std::max(libm_max, ulp_error(want, ref));
+        }
+      }
+      std::printf("[vmath] %-8s %-6s max %.3f ulp   C library %.3f ulp   (%zu inputs)\n", cpu::vbinary_name(f),
+                  cpu::isa_name(isa), worst, libm_max, a.size());
+      EXPECT_LE(worst, kUlpBound) << cpu::vbinary_name(f) << " at " << cpu::isa_name(isa);
+      EXPECT_EQ(bad, 0);
+    }
+  }
+}
+
+TEST(Vmath, LogAddExpMatchesTheScalarKernel) {
+  // MLX's exp (bit for bit) and SLEEF's log1p: within one ULP of max(|result|, 1) of the scalar path
+  // (MLX's formula max + log1p(...) cancels when the result is near 0, for both paths alike: the
+  // log1p term, at most ln 2, then sets the error); infinities and NaN exactly as it has them.
+  std::vector<float> sp = specials();
+  std::vector<float> a, b;
+  for (float x : sp)
+    for (float y : sp) {
+      a.push_back(x);
+      b.push_back(y);
+    }
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-120.0f, 120.0f);
+  for (int i = 0; i < 200000; ++i) {
+    a.push_back(u(rng));
+    b.push_back(i % 3 == 0 ? a.back() + u(rng) * 0.01f : u(rng));
+  }
+  std::vector<float> want(a.size()), out(a.size());
+  cpu::vbinary_at(cpu::Isa::scalar, VBinary::LogAddExp, a.data(), b.data(), want.data(), a.size());
+  for (cpu::Isa isa : levels()) {
+    cpu::vbinary_at(isa, VBinary::LogAddExp, a.data(), b.data(), out.data(), a.size());
+    double worst = 0.0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (std::isnan(want[i]) || std::isinf(want[i])) {
+        ASSERT_TRUE(same(out[i], want[i])) << "(" << a[i] << ", " << b[i] << "): got " << out[i] << " want " << want[i];
+      } else {
+        const double scale = std::max(1.0, std::fabs(static_cast<double>(want[i])));
+        int e = 0;
+        std::frexp(scale, &e);
+        worst = std::max(worst, std::fabs(static_cast<double>(out[i]) - want[i]) / std::ldexp(1.0, e - 24));
+      }
+    }
+    EXPECT_LE(worst, 1.0) << cpu::isa_name(isa);
+  }
+}
+
+// ---- the kernels use the vector math in every layout ----
+
+std::vector<float> floats(const mx::array& y) {
+  auto v = values(y);
+  return std::vector<float>(v.begin(), v.end());
+}
+
+TEST(VmathKernels, UnaryOpsGiveTheVectorValuesInEveryLayoutAndDtype) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+  struct K {
+    const char* name;
+    std::function<mx::array(const mx::array&)> op;
+    VUnary f;
+    float lo;  // inputs are shifted into the domain
+  };
+  const std::vector<K> ops = {
+      {"exp", [](const mx::array& x) { return mx::exp(x); }, VUnary::Exp, -4.0f},
+      {"sin", [](const mx::array& x) { return mx::sin(x); }, VUnary::Sin, -4.0f},
+      {"sigmoid", [](const mx::array& x) { return mx::sigmoid(x); }, VUnary::Sigmoid, -4.0f},
+      {"erf", [](const mx::array& x) { return mx::erf(x); }, VUnary::Erf, -4.0f},
+      {"tanh", [](const mx::array& x) { return mx::tanh(x); }, VUnary::Tanh, -4.0f},
+      {"log", [](const mx::array& x) { return mx::log(x); }, VUnary::Log, 0.0f},
+      {"log2", [](const mx::array& x) { return mx::log2(x); }, VUnary::Log2, 0.0f},
+      {"log1p", [](const mx::array& x) { return mx::log1p(x); }, VUnary::Log1p, -1.0f},
+      {"expm1", [](const mx::array& x) { return mx::expm1(x); }, VUnary::Expm1, -4.0f},
+      {"arccosh", [](const mx::array& x) { return mx::arccosh(x); }, VUnary::ArcCosh, 1.0f},
+      {"arcsin", [](const mx::array& x) { return mx::arcsin(x); }, VUnary::ArcSin, -1.0f},
+  };
+  for (int trial = 0; trial < 4; ++trial) {
+    const int r = 3 + trial * 7, c = 5 + trial * 13;  // odd sizes
+    for (const K& k : ops) {
+      std::vector<float> v(static_cast<size_t>(r) * c);
+      for (float& x : v) x = k.lo == -4.0f ? u(rng) : k.lo + (u(rng) + 4.0f) * (k.lo == -1.0f ? 0.25f : 1.0f);
+      if (k.f == VUnary::ArcSin) for (float& x : v) x = std::clamp(x, -1.0f, 1.0f);
+      mx::array a(v.data(), {r, c});
+      // Contiguous float32: exactly the vector math's values at the running level.
+      std::vector<float> want(v.size());
+      cpu::vunary(k.f, v.data(), want.data(), v.size());
+      auto got = floats(k.op(a));
+      for (size_t i = 0; i < v.size(); ++i) ASSERT_TRUE(same(got[i], want[i])) << k.name << " " << i;
+      // Transposed and strided views: the same values, element by element.
+      auto gt = floats(k.op(mx::transpose(a)));
+      for (int i = 0; i < c; ++i)
+        for (int j = 0; j < r; ++j) ASSERT_TRUE(same(gt[i * r + j], want[j * c + i])) << k.name << " transposed";
+      auto gs = floats(k.op(mx::slice(a, {0, 1}, {r, c}, {2, 3})));
+      size_t q = 0;
+      for (int i = 0; i < r; i += 2)
+        for (int j = 1; j < c; j += 3) ASSERT_TRUE(same(gs[q++], want[i * c + j])) << k.name << " sliced";
+      auto gb = floats(k.op(mx::broadcast_to(mx::slice(a, {0, 0}, {1, c}), {4, c})));
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < c; ++j) ASSERT_TRUE(same(gb[i * c + j], want[j])) << k.name << " broadcast";
+      // float16 / bfloat16, contiguous and transposed: the float results of the rounded inputs, rounded once.
+      for (mx::Dtype t : {mx::float16, mx::bfloat16}) {
+        mx::array h = mx::astype(a, t);
+        auto hin = floats(h);
+        std::vector<float> hw(hin.size());
+        cpu::vunary(k.f, hin.data(), hw.data(), hin.size());
+        auto want_h = floats(mx::astype(mx::array(hw.data(), {r, c}), t));
+        auto gh = floats(k.op(h));
+        auto ght = floats(k.op(mx::transpose(h)));
+        for (size_t i = 0; i < hw.size(); ++i) ASSERT_TRUE(same(gh[i], want_h[i])) << k.name << " " << mx::dtype_name(t);
+        for (int i = 0; i < c; ++i)
+          for (int j = 0; j < r; ++j)
+            ASSERT_TRUE(same(ght[i * r + j], want_h[j * c + i])) << k.name << " " << mx::dtype_name(t) << " transposed";
+      }
+    }
+  }
+}
+
+TEST(VmathKernels, BinaryOpsGiveTheVectorValuesInEveryLayoutAndDtype) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(0.05f, 3.0f), s(-3.0f, 3.0f);
+  struct K {
+    const char* name;
+    std::function<mx::array(const mx::array&, const mx::array&)> op;
+    VBinary f;
+  };
+  const std::vector<K> ops = {
+      {"power", [](const mx::array& x, const mx::array& y) { return mx::power(x, y); }, VBinary::Power},
+      {"arctan2", [](const mx::array& x, const mx::array& y) { return mx::arctan2(x, y); }, VBinary::ArcTan2},
+      {"logaddexp", [](const mx::array& x, const mx::array& y) { return mx::logaddexp(x, y); }, VBinary::LogAddExp},
+  };
+  for (int trial = 0; trial < 3; ++trial) {
+    const int r = 4 + trial * 9, c = 3 + trial * 11;
+    const size_t n = static_cast<size_t>(r) * c;
+    std::vector<float> va(n), vb(n);
+    for (float& x : va) x = u(rng);
+    for (float& x : vb) x = s(rng);
+    mx::array a(va.data(), {r, c}), b(vb.data(), {r, c});
+    for (const K& k : ops) {
+      std::vector<float> want(n);
+      cpu::vbinary(k.f, va.data(), vb.data(), want.data(), n);
+      auto got = floats(k.op(a, b));
+      for (size_t i = 0; i < n; ++i) ASSERT_TRUE(same(got[i], want[i])) << k.name << " " << i;
+      // Transposed operands (each layout of the inputs gives the same values).
+      auto gt = floats(k.op(mx::transpose(a), mx::transpose(b)));
+      for (int i = 0; i < c; ++i)
+        for (int j = 0; j < r; ++j) ASSERT_TRUE(same(gt[i * r + j], want[j * c + i])) << k.name << " transposed";
+      auto gmix = floats(k.op(mx::transpose(a), mx::contiguous(mx::transpose(b))));
+      for (int i = 0; i < c; ++i)
+        for (int j = 0; j < r; ++j) ASSERT_TRUE(same(gmix[i * r + j], want[j * c + i])) << k.name << " mixed";
+      // A scalar operand on either side, and a broadcast row.
+      const float e = vb[1];
+      std::vector<float> eb(n, e), ws(n), wr(n);
+      cpu::vbinary(k.f, va.data(), eb.data(), ws.data(), n);
+      auto gsc = floats(k.op(a, mx::array(e)));
+      for (size_t i = 0; i < n; ++i) ASSERT_TRUE(same(gsc[i], ws[i])) << k.name << " scalar b";
+      cpu::vbinary(k.f, eb.data(), va.data(), ws.data(), n);
+      auto gsa = floats(k.op(mx::array(e), a));
+      for (size_t i = 0; i < n; ++i) ASSERT_TRUE(same(gsa[i], ws[i])) << k.name << " scalar a";
+      std::vector<float> rowb(n);
+      for (int i = 0; i < r; ++i)
+        for (int j = 0; j < c; ++j) rowb[i * c + j] = vb[j];
+      cpu::vbinary(k.f, va.data(), rowb.data(), wr.data(), n);
+      auto grow = floats(k.op(a, mx::slice(b, {0, 0}, {1, c})));
+      for (size_t i = 0; i < n; ++i) ASSERT_TRUE(same(grow[i], wr[i])) << k.name << " broadcast row";
+      // 16-bit: the float results of the rounded operands, rounded once.
+      for (mx::Dtype t : {mx::float16, mx::bfloat16}) {
+        mx::array ha = mx::astype(a, t), hb = mx::astype(b, t);
+        auto fa = floats(ha), fb = floats(hb);
+        std::vector<float> hw(n);
+        cpu::vbinary(k.f, fa.data(), fb.data(), hw.data(), n);
+        auto want_h = floats(mx::astype(mx::array(hw.data(), {r, c}), t));
+        auto gh = floats(k.op(ha, hb));
+        for (size_t i = 0; i < n; ++i) ASSERT_TRUE(same(gh[i], want_h[i])) << k.name << " " << mx::dtype_name(t);
+        auto ght = floats(k.op(mx::transpose(ha), mx::transpose(hb)));
+        for (int i = 0; i < c; ++i)
+          for (int j = 0; j < r; ++j)
+            ASSERT_TRUE(same(ght[i * r + j], want_h[j * c + i])) << k.name << " " << mx::dtype_name(t) << " transposed";
+      }
+    }
+  }
+}
+
+TEST(VmathKernels, Float64AndEmptyArraysKeepTheScalarPath) {
+  // float64 stays with the C library (and MLX's float polynomials), element by element.
+  std::vector<double> v = {0.5, 1.5, 2.25, 10.0, 1e-3};
+  mx::array d(v.data(), {5}, mx::float64);
+  auto lg = values(mx::log(d));
+  auto pw = values(mx::power(d, mx::array(1.5, mx::float64)));
+  for (size_t i = 0; i < v.size(); ++i) {
+    EXPECT_EQ(lg[i], std::log(v[i]));
+    EXPECT_EQ(pw[i], std::pow(v[i], 1.5));
+  }
+  mx::array e(std::vector<float>{}.data(), {0, 3});
+  EXPECT_EQ(values(mx::power(e, mx::array(2.0f))).size(), 0u);
+  EXPECT_EQ(values(mx::tanh(mx::transpose(e))).size(), 0u);
+}
+
+}  // namespace

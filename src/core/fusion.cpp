@@ -88,9 +88,9 @@ class Planner {
     size_t size = 1;
     for (auto d : node.specs[0].shape) size *= static_cast<size_t>(d);
     if (size == 0) return nullptr;
-    const KernelTable& table = kernels_for(node.stream.device);
-    if (!group_runner(table) || !table.find(*node.def)) return nullptr;
-    return &table;
+    const KernelTable& kernels = kernels_for(node.stream.device);
+    if (!group_runner(kernels) || !kernels.find(*node.def)) return nullptr;
+    return &kernels;
   }
 
   void scan(int i) {
@@ -195,11 +195,11 @@ class Planner {
 
 }  // namespace
 
-void set_group_runner(const KernelTable& table, GroupRunner runner) {
-  g_runners[static_cast<int>(table.backend())].store(runner);
+void set_group_runner(const KernelTable& kernels, GroupRunner runner) {
+  g_runners[static_cast<int>(kernels.backend())].store(runner);
 }
-GroupRunner group_runner(const KernelTable& table) {
-  return g_runners[static_cast<int>(table.backend())].load(std::memory_order_relaxed);
+GroupRunner group_runner(const KernelTable& kernels) {
+  return g_runners[static_cast<int>(kernels.backend())].load(std::memory_order_relaxed);
 }
 
 bool enabled() {

@@ -47,8 +47,8 @@ struct Group {
 // A backend's runner of fused groups: writes every member's `out`. A backend without one runs every
 // node alone. Set when the backend's kernel table is built (src/backend/backends.cpp).
 using GroupRunner = void (*)(Group& group);
-void set_group_runner(const KernelTable& table, GroupRunner runner);
-GroupRunner group_runner(const KernelTable& table);
+void set_group_runner(const KernelTable& kernels, GroupRunner runner);
+GroupRunner group_runner(const KernelTable& kernels);
 
 // One step of a run plan: a single node, or a group (then `node` is null).
 struct Step {

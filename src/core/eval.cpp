@@ -102,7 +102,15 @@ void run_group(fusion::Group& g) {
     return;
   }
   fusion::allocate_outputs(g);
-  g.runner(g);
+  try {
+    g.runner(g);
+  } catch (...) {
+    // Half-written outputs must not look evaluated (a later eval would return them).
+    for (auto& m : g.members) {
+      if (m.out.valid()) m.out.desc_ptr()->data.reset();
+    }
+    throw;
+  }
   auto& st = fusion::stats();
   ++st.groups;
   st.fused_nodes += g.members.size();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/cpu/fusion.h"
+#include "core/allocator.h"
 #include "core/fusion.h"
 #include "kiln/kiln.h"
 
@@ -442,4 +443,28 @@ TEST_F(Fusion, Switch) {
   EXPECT_FALSE(fusion::enabled());
   fusion::set_enabled(true);
   EXPECT_TRUE(fusion::enabled());
+}
+
+// The runner's per-thread scratch: inside a ScratchScope a freed block comes back to the next
+// allocation of its size on the same thread; leaving the scope hands it to the buffer cache.
+TEST_F(Fusion, ScratchScopeReusesBlocks) {
+  namespace d = kiln::detail;
+  const size_t cached_before = mx::get_cache_memory();
+  void* first = nullptr;
+  {
+    d::ScratchScope scope;
+    first = d::buffer_malloc(16384);
+    d::buffer_free(first, 16384);
+    void* again = d::buffer_malloc(16384);
+    EXPECT_EQ(again, first);
+    void* other = d::buffer_malloc(100);  // another size class: a different block
+    EXPECT_NE(other, first);
+    d::buffer_free(other, 100);
+    d::buffer_free(again, 16384);
+    EXPECT_EQ(mx::get_cache_memory(), cached_before);  // still on this thread's list
+  }
+  EXPECT_GE(mx::get_cache_memory(), cached_before + 16384);
+  void* from_cache = d::buffer_malloc(16384);
+  EXPECT_EQ(from_cache, first);
+  d::buffer_free(from_cache, 16384);
 }

@@ -188,8 +188,9 @@ class TileRunner {
         ext_views_[x] = array(a.buffer(), shape, a.dtype(), a.offset());
       } else {
         if (!ext_bufs_[x]) {
-          ext_bufs_[x] = detail::allocate(tile_ * e.esize);
-          if (e.feed == Feed::Const) fill_const(e, tile_, ext_bufs_[x]->ptr);
+          const size_t cap = std::min(tile_, g_.size);
+          ext_bufs_[x] = detail::allocate(cap * e.esize);
+          if (e.feed == Feed::Const) fill_const(e, cap, ext_bufs_[x]->ptr);
         }
         ext_views_[x] = array(ext_bufs_[x], shape, a.dtype(), 0);
       }

@@ -1,6 +1,7 @@
 // The CPU's runner of fused element-wise groups (core/fusion.h says what a group is).
 //
-// The group's output is cut into tiles of tile_elements() elements, spread over the pool's threads.
+// The group's output is cut into tiles (16384 elements, 8192 for 8-byte types), spread over the
+// pool's threads.
 // For each tile, every member's own kernel (from the CPU kernel table) runs on tile-sized row-major
 // arrays: external inputs that are row-contiguous with the output's element count are viewed in
 // place at the tile's offset, inputs broadcast to a constant are filled once per thread, and other
@@ -20,8 +21,9 @@ namespace kiln::cpu {
 // Sets the CPU table's group runner (src/backend/backends.cpp, core/fusion.h set_group_runner).
 void install_fusion(const detail::KernelTable& table);
 
-// Elements per tile (default 4096). set_tile_elements (tests) takes effect at the next group; 0
-// restores the default.
+// Elements per tile: set_tile_elements (tests, benchmarks) forces a size from the next group on; 0
+// restores the default (16384 elements, 8192 when the group has 8-byte values). tile_elements()
+// returns the forced size, or 16384.
 size_t tile_elements();
 void set_tile_elements(size_t n);
 

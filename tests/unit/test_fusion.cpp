@@ -249,18 +249,18 @@ TEST_F(Fusion, StridedTransposedReversedInputs) {
 }
 
 // Operands of different shapes handed straight to a binary kernel, as loaded graphs may do (no
-// Broadcast node): [4,1] + [1,5] -> [4,5], then a chain on the result.
+// Broadcast node): [14,1] + [1,15] -> [14,15], then a chain on the result.
 TEST_F(Fusion, ImplicitBroadcastInKernelOperands) {
   std::mt19937 rng(3);
-  mx::array a = random_array(mx::float32, {4, 1}, rng);
-  mx::array b = random_array(mx::float32, {1, 5}, rng);
+  mx::array a = random_array(mx::float32, {14, 1}, rng);
+  mx::array b = random_array(mx::float32, {1, 15}, rng);
   mx::array s = random_array(mx::float32, {}, rng);
-  kiln::cpu::set_tile_elements(3);
+  kiln::cpu::set_tile_elements(13);
   auto build = [&]() {
     const kiln::PrimitiveDef& add = kiln::registry::get("Add");
     const kiln::PrimitiveDef& mul = kiln::registry::get("Multiply");
-    mx::array x = kiln::make_array(add, {}, {a, b}, {{{4, 5}, mx::float32}});
-    mx::array y = kiln::make_array(mul, {}, {x, s}, {{{4, 5}, mx::float32}});
+    mx::array x = kiln::make_array(add, {}, {a, b}, {{{14, 15}, mx::float32}});
+    mx::array y = kiln::make_array(mul, {}, {x, s}, {{{14, 15}, mx::float32}});
     return std::vector<mx::array>{mx::exp(y)};
   };
   auto st = check(build, "implicit broadcast");
@@ -382,6 +382,14 @@ TEST_F(Fusion, SelectTernary) {
   };
   auto st = check(build, "select");
   EXPECT_EQ(st.groups, 1u);
+}
+
+// Empty arrays and arrays below the size worth fusing: nothing is fused, the results are right.
+TEST_F(Fusion, TinyArraysRunAlone) {
+  std::mt19937 rng(12);
+  mx::array x = random_array(mx::float32, {3, 5}, rng);
+  auto st = check([&]() { return std::vector<mx::array>{mx::exp(mx::add(mx::sin(x), x))}; }, "tiny");
+  EXPECT_EQ(st.groups, 0u);
 }
 
 // Empty arrays: nothing to fuse, the results are still the right empty arrays.

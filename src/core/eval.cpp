@@ -101,8 +101,8 @@ void run_group(fusion::Group& g) {
     run_node(g.members[0].node);
     return;
   }
-  fusion::allocate_outputs(g);
   try {
+    fusion::allocate_outputs(g);
     g.runner(g);
   } catch (...) {
     // Half-written outputs must not look evaluated (a later eval would return them).

@@ -334,6 +334,30 @@ TEST_F(Fusion, IntermediateHeldByUserIsWritten) {
   expect_same(outs[0], outs[1], "output");
 }
 
+// An intermediate read by a lazy graph that this eval() does not evaluate is written, so that graph
+// can be evaluated later.
+TEST_F(Fusion, IntermediateReadByAnotherLazyGraph) {
+  std::mt19937 rng(13);
+  mx::array x = random_array(mx::float32, {500}, rng);
+  std::vector<mx::array> first[2], later[2];
+  for (int fused = 0; fused < 2; ++fused) {
+    fusion::set_enabled(fused == 1);
+    mx::array c, b;
+    {
+      mx::array a = mx::exp(mx::negative(mx::abs(x)));
+      b = mx::sin(a);
+      c = mx::cos(a);  // reads a; not evaluated below
+    }
+    mx::eval({b});
+    if (fused) EXPECT_EQ(fusion::last_stats().fused_nodes, 4u);
+    first[fused] = {b};
+    mx::eval({c});
+    later[fused] = {c};
+  }
+  expect_same(first[0], first[1], "evaluated graph");
+  expect_same(later[0], later[1], "the other graph, evaluated afterwards");
+}
+
 // An intermediate read by a node that is not element-wise (a reduction, a reshape) is written; the
 // graph around it still fuses where it can.
 TEST_F(Fusion, IntermediateReadByOtherNodes) {

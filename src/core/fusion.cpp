@@ -70,10 +70,13 @@ class Planner {
     for (size_t i = 0; i < n; ++i) pos_.emplace_back(order_[i].get(), static_cast<int>(i));
     std::sort(pos_.begin(), pos_.end());
     readers_.assign(n, 0);
+    slots_.assign(n, 0);
     for (auto& node : order_) {
-      for (auto& in : node->inputs) {
-        int p = position(in);
-        if (p >= 0) ++readers_[p];
+      for (size_t j = 0; j < node->inputs.size(); ++j) {
+        int p = position(node->inputs[j]);
+        if (p < 0) continue;
+        ++slots_[p];
+        if (!shape_only(*node, j)) ++readers_[p];
       }
     }
     group_of_.assign(n, -1);
@@ -115,8 +118,9 @@ class Planner {
     const Shape* shape = table ? &node.specs[0].shape : nullptr;
     // Groups this node reads: joined (same shape and table) or closed before it.
     std::vector<int> join;
-    for (auto& in : node.inputs) {
-      int g = open_group_of(position(in));
+    for (size_t j = 0; j < node.inputs.size(); ++j) {
+      if (shape_only(node, j)) continue;
+      int g = open_group_of(position(node.inputs[j]));
       if (g < 0) continue;
       --groups_[g].pending;
       bool same = table && groups_[g].table == table && groups_[g].shape == *shape;
@@ -124,8 +128,9 @@ class Planner {
         if (std::find(join.begin(), join.end(), g) == join.end()) join.push_back(g);
       }
     }
-    for (auto& in : node.inputs) {
-      int g = open_group_of(position(in));
+    for (size_t j = 0; j < node.inputs.size(); ++j) {
+      if (shape_only(node, j)) continue;
+      int g = open_group_of(position(node.inputs[j]));
       if (g >= 0 && std::find(join.begin(), join.end(), g) == join.end()) close(g);
     }
     if (!table) {
@@ -195,7 +200,7 @@ class Planner {
       Group::Member& m = group->members[k];
       std::shared_ptr<ArrayDesc> d = m.node->outputs[0].lock();
       const int p = G.members[k];
-      const long held_elsewhere = d.use_count() - 1 - readers_[p];
+      const long held_elsewhere = d.use_count() - 1 - slots_[p];
       if (held_elsewhere > 0 || readers_[p] > in_group_reads[k]) m.out = array(std::move(d));
     }
     steps_.push_back(Step{nullptr, std::move(group)});
@@ -203,13 +208,20 @@ class Planner {
 
   std::vector<std::shared_ptr<Node>>& order_;
   std::vector<std::pair<const Node*, int>> pos_;  // sorted: a map from node to position, 16 bytes each
-  std::vector<int> readers_;
+  std::vector<int> readers_;  // input slots reading each node's data
+  std::vector<int> slots_;    // all input slots naming each node (shape-only ones too)
   std::vector<int> group_of_;
   std::vector<OpenGroup> groups_;
   std::vector<Step> steps_;
 };
 
 }  // namespace
+
+bool shape_only(const Node& node, size_t slot) {
+  static const PrimitiveDef* broadcast = registry::find("Broadcast");
+  static const PrimitiveDef* broadcast_axes = registry::find("BroadcastAxes");
+  return slot > 0 && (node.def == broadcast || node.def == broadcast_axes);
+}
 
 void set_group_runner(const KernelTable& kernels, GroupRunner runner) {
   g_runners[static_cast<int>(kernels.backend())].store(runner);

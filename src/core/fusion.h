@@ -60,6 +60,11 @@ struct Step {
 // node it reads has run and before any node that reads one of its outputs.
 std::vector<Step> plan(std::vector<std::shared_ptr<Node>>& order);
 
+// Whether input `slot` of `node` is read for its shape only: the extra inputs of Broadcast and
+// BroadcastAxes (shapeless graphs name the other operands there). Such a read neither closes a group
+// nor makes an output needed, and the input need not be evaluated when the node runs.
+bool shape_only(const Node& node, size_t slot);
+
 // Just before a group runs (its external inputs evaluated). choose_donor picks an output that takes
 // over the buffer of an external input nothing else reads (row-contiguous, the output's shape and byte
 // size, allocated by kiln: not a constant, file data or a view), and returns whether it found one; at

@@ -469,6 +469,35 @@ TEST_F(Fusion, ImportedFunction) {
   std::remove(path.c_str());
 }
 
+// A shapeless export names the other operand as an extra Broadcast input (for its shape only): that
+// read neither splits the group nor forces the operand to be written.
+TEST_F(Fusion, ShapelessBroadcastDoesNotSplitGroups) {
+  const std::string path = ::testing::TempDir() + "kiln_fusion_shapeless.mlxfn";
+  auto f = [](const mx::Args& a) {
+    mx::array t = mx::add(mx::multiply(mx::exp(a[0]), mx::array(1.5f)), a[1]);
+    mx::array u = mx::multiply(mx::sin(t), mx::array(0.5f));
+    return std::vector<mx::array>{mx::add(u, mx::array(2.0f))};
+  };
+  std::mt19937 rng(14);
+  mx::array x = random_array(mx::float32, {300}, rng), y = random_array(mx::float32, {300}, rng);
+  mx::export_function(path, f, {x, y}, /*shapeless=*/true);
+  auto g = mx::import_function(path);
+  fusion::Stats st;
+  auto fused = run(true, [&]() { return g({x, y}); }, &st);
+  auto plain = run(false, [&]() { return g({x, y}); });
+  expect_same(fused, plain, "shapeless");
+  EXPECT_EQ(st.groups, 1u);
+  EXPECT_EQ(st.fused_nodes, 6u);
+  EXPECT_EQ(st.internal, 5u);
+  // Other shapes than the exported ones (the point of a shapeless export).
+  mx::array x2 = random_array(mx::float32, {901}, rng), y2 = random_array(mx::float32, {901}, rng);
+  auto fused2 = run(true, [&]() { return g({x2, y2}); }, &st);
+  auto plain2 = run(false, [&]() { return g({x2, y2}); });
+  expect_same(fused2, plain2, "shapeless, new shapes");
+  EXPECT_EQ(st.groups, 1u);
+  std::remove(path.c_str());
+}
+
 // KILN_FUSION=0 is read by enabled(); set_enabled overrides it both ways.
 TEST_F(Fusion, Switch) {
   fusion::set_enabled(false);

@@ -1,18 +1,18 @@
 // Element-wise fusion planning (core/fusion.h).
 //
 // plan() scans the topological order once. A fusible node (a single-output element-wise row with a
-// kernel, on a backend that has a group runner, with a non-empty output) joins the open groups of
-// its inputs that have its output shape, merging them; an input from an open group of another shape,
-// or any input of a node that does not join, closes (emits) that group first. So an open group has no
+// kernel, on a backend that has a group runner, with at least kMinElements elements) joins the open
+// groups of its inputs that have its output shape, merging them; an input from an open group of
+// another shape, or any input of a node that does not join, closes (emits) that group first. So an open group has no
 // reader outside itself yet, and merging open groups never makes a cycle. A group is also emitted as
-// soon as every reader of its members has been scanned (then nothing else can join it).
+// soon as every reader of its members has been scanned (then nothing else can join it). Inputs read
+// for their shape only (shape_only) count as neither.
 #include "core/fusion.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <numeric>
 #include <unordered_map>
 
 #include "core/kernels.h"
@@ -38,9 +38,8 @@ std::atomic<GroupRunner> g_runners[2];
 thread_local Stats t_stats;
 thread_local Stats t_last;
 
-// A group holds its members' nodes until it has run; past this many members it is closed and the
-// next node starts a new group (a 10^6-node chain then runs as groups of this size, its memory freed
-// group by group as without fusion).
+// Past this many members a group is closed and the next node starts a new one: a group's runner
+// state grows with its members, and a 10^6-node chain then runs as a thousand groups.
 constexpr size_t kMaxMembers = 1024;
 // Outputs smaller than this are not fused: their kernels cost less than planning them (a chain of 10^6
 // scalar additions ran 40% slower fused).

@@ -1,4 +1,5 @@
 // The backends kiln is built with, and which one runs a device's nodes (core/kernels.h).
+#include "backend/cpu/fusion.h"
 #include "backend/cpu/kernels/families.h"
 #include "core/kernels.h"
 
@@ -9,6 +10,7 @@ namespace {
 KernelTable build_cpu_table() {
   KernelTable table(Backend::cpu);
   cpu::register_cpu_kernels(table);
+  cpu::install_fusion(table);  // fused element-wise groups (core/fusion.h)
   return table;
 }
 

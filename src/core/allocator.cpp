@@ -209,7 +209,24 @@ BufferCache& cache() {
   return *c;
 }
 
+struct ScratchList {
+  int depth = 0;
+  size_t count = 0;
+  Block blocks[kScratchBlocks];
+};
+thread_local ScratchList t_scratch;
+
 }  // namespace
+
+ScratchScope::ScratchScope() { ++t_scratch.depth; }
+
+ScratchScope::~ScratchScope() {
+  if (--t_scratch.depth > 0) return;
+  while (t_scratch.count > 0) {
+    Block b = t_scratch.blocks[--t_scratch.count];
+    cache().free(b.ptr, b.size);
+  }
+}
 
 size_t buffer_capacity(size_t nbytes) {
   size_t n = std::max<size_t>(nbytes, 1);
@@ -219,11 +236,30 @@ size_t buffer_capacity(size_t nbytes) {
   return (n + step - 1) / step * step;
 }
 
-void* buffer_malloc(size_t nbytes) { return cache().malloc(buffer_capacity(nbytes)); }
+void* buffer_malloc(size_t nbytes) {
+  const size_t cap = buffer_capacity(nbytes);
+  ScratchList& s = t_scratch;
+  if (s.depth > 0) {
+    for (size_t i = s.count; i-- > 0;) {
+      if (s.blocks[i].size == cap) {
+        void* p = s.blocks[i].ptr;
+        s.blocks[i] = s.blocks[--s.count];
+        return p;
+      }
+    }
+  }
+  return cache().malloc(cap);
+}
 
 void buffer_free(void* ptr, size_t nbytes) noexcept {
   if (!ptr) return;
-  cache().free(ptr, buffer_capacity(nbytes));
+  const size_t cap = buffer_capacity(nbytes);
+  ScratchList& s = t_scratch;
+  if (s.depth > 0 && cap <= kScratchMaxBytes && s.count < kScratchBlocks) {
+    s.blocks[s.count++] = Block{ptr, cap};
+    return;
+  }
+  cache().free(ptr, cap);
 }
 
 }  // namespace detail

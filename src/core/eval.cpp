@@ -1,9 +1,12 @@
-// The evaluator: an iterative depth-first topological sort of the unevaluated graph, then one kernel
-// call per node, taken from the kernel table of the node's device (core/kernels.h). Nodes are released
-// as soon as they have run, so intermediates are freed when nothing else needs them.
+// The evaluator: an iterative depth-first topological sort of the unevaluated graph, then a run plan
+// (plan_run: graph passes, then element-wise fusion, core/fusion.h), then each step: one kernel call
+// for a node alone, taken from the kernel table of the node's device (core/kernels.h), or the
+// backend's group runner for a fused group. Nodes are released as soon as they have run, so
+// intermediates are freed (back to the buffer cache) when nothing else needs them.
 #include <unordered_set>
 
 #include "kiln/primitive.h"
+#include "core/fusion.h"
 #include "core/kernels.h"
 #include "core/mode.h"
 #include "core/row_patterns.h"
@@ -11,6 +14,8 @@
 namespace kiln {
 
 namespace {
+
+namespace fusion = detail::fusion;
 
 // While tracing, an array with neither data nor a node is a function input placeholder: it has no
 // value to compute, so evaluating it (item(), eval() in the traced function) is a user error.
@@ -63,8 +68,8 @@ void run_node(const std::shared_ptr<Node>& node) {
       outs.emplace_back(node->specs[i].shape, node->specs[i].dtype, nullptr, static_cast<uint32_t>(i));
     }
   }
-  for (auto& in : node->inputs) {
-    if (!in.is_available()) {
+  for (size_t j = 0; j < node->inputs.size(); ++j) {
+    if (!node->inputs[j].is_available() && !fusion::shape_only(*node, j)) {
       throw std::logic_error("[eval] Input of " + node->def->name + " was not evaluated.");
     }
   }
@@ -78,15 +83,64 @@ void run_node(const std::shared_ptr<Node>& node) {
   }
 }
 
+// The run plan of one evaluation, from the topological order. Graph rewrite passes go first (a pass
+// sees the whole order and may replace its nodes); fusion planning then groups what is left.
+std::vector<fusion::Step> plan_run(std::vector<std::shared_ptr<Node>>& order, const std::vector<array>& outputs) {
+  // Graph rewrite passes first: the decomposed norms and softmax become one fused node each
+  // (core/row_patterns.h), so fusion does not take their element-wise parts apart.
+  detail::rewrite_row_patterns(order, outputs);
+  return fusion::plan(order);
+}
+
+void run_group(fusion::Group& g) {
+  for (const array* e : g.externals) {
+    if (!e->is_available()) {
+      throw std::logic_error("[eval] Input of " + g.members[0].node->def->name + " was not evaluated.");
+    }
+  }
+  const bool donated = fusion::choose_donor(g);
+  // A group of one node gains nothing from tiles unless it reuses an input's buffer.
+  if (g.members.size() == 1 && !donated) {
+    run_node(g.members[0].node);
+    return;
+  }
+  try {
+    fusion::allocate_outputs(g);
+    g.runner(g);
+  } catch (...) {
+    // Half-written outputs must not look evaluated (a later eval would return them).
+    for (auto& m : g.members) {
+      if (m.out.valid()) m.out.desc_ptr()->data.reset();
+    }
+    throw;
+  }
+  auto& st = fusion::stats();
+  ++st.groups;
+  st.fused_nodes += g.members.size();
+  st.donated += donated ? 1 : 0;
+  for (auto& m : g.members) {
+    if (!m.out.valid()) ++st.internal;
+    // Internal outputs never get a buffer: only the members read them, and they have run.
+    if (auto d = m.node->outputs[0].lock()) d->node.reset();
+  }
+}
+
 }  // namespace
 
 void eval(std::vector<array> outputs) {
   auto order = topo_order(outputs);
-  detail::rewrite_row_patterns(order, outputs);  // decomposed norms and softmax as one fused node each
-  for (auto& node : order) {
-    run_node(node);
-    node.reset();  // release the inputs this node held
+  fusion::reset_stats();
+  auto plan = plan_run(order, outputs);
+  for (auto& step : plan) {
+    if (step.node) {
+      run_node(step.node);
+      step.node.reset();  // release the inputs this node held
+    } else {
+      run_group(*step.group);
+      step.group.reset();
+    }
   }
+  fusion::publish_stats();
 }
 
 void async_eval(std::vector<array> outputs) { eval(std::move(outputs)); }

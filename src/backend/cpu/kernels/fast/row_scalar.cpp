@@ -9,16 +9,14 @@
 #include <type_traits>
 
 #include "backend/cpu/cpu_features.h"
+// Only the scalar functions (exp_f), not elementwise_common.h: its optimize pragma is for the element-wise
+// kernel files.
+#include "backend/cpu/kernels/elementwise/elementwise_math.h"
 #include "backend/cpu/kernels/fast/row_kernels.h"
 
 namespace kiln::fastk::rows {
 
 namespace {
-
-// fma with one rounding in portable code: the product of two floats is exact in double.
-inline float fma1(float a, float b, float c) {
-  return static_cast<float>(static_cast<double>(a) * static_cast<double>(b) + static_cast<double>(c));
-}
 
 struct V {
   using R = float;
@@ -47,27 +45,7 @@ struct V {
   static void fence() {}
   static R exp_neg(R x0) { return exp(x0); }
   // MLX's exp: 2^(x·log2 e) as an integer power of two times a degree-6 polynomial of the fraction.
-  static R exp(R x0) {
-    float xc = x0 > 88.0f ? 88.0f : x0;
-    xc = xc < -88.0f ? -88.0f : xc;
-    xc = x0 == x0 ? xc : 0.0f;
-    const float t = xc * 1.442695f;
-    const double h = static_cast<double>(t) + 0.5;
-    int32_t i = static_cast<int32_t>(h);
-    if (static_cast<double>(i) > h) --i;
-    const float f = t - static_cast<float>(i);
-    float p = 1.535336188319500e-4f;
-    p = fma1(p, f, 1.339887440266574e-3f);
-    p = fma1(p, f, 9.618437357674640e-3f);
-    p = fma1(p, f, 5.550332471162809e-2f);
-    p = fma1(p, f, 2.402264791363012e-1f);
-    p = fma1(p, f, 6.931472028550421e-1f);
-    p = fma1(p, f, 1.0f);
-    float r = std::bit_cast<float>(static_cast<uint32_t>(i + 127) << 23) * p;
-    r = x0 > 88.0f ? std::numeric_limits<float>::infinity() : r;
-    r = x0 < -88.0f ? 0.0f : r;
-    return x0 != x0 ? x0 : r;
-  }
+  static R exp(R x0) { return ew::exp_f(x0); }  // MLX's polynomial, the Exp kernel's scalar function
 };
 
 #if defined(__clang__)

@@ -1,6 +1,7 @@
 // The kiln command-line tool: run, inspect and benchmark .mlxfn files.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -56,11 +57,14 @@ const char* kInspectHelp =
     "  --tape   also list every tape entry with its state\n";
 
 const char* kBenchHelp =
-    "usage: kiln bench FILE [--arg A.npy]... [--kwarg NAME=B.npy]... [--iters N] [--warmup W]\n"
+    "usage: kiln bench FILE [--arg A.npy]... [--kwarg NAME=B.npy]... [--iters N] [--warmup W] [--profile]\n"
     "\n"
     "Time importing FILE and calling it (evaluated) on the given inputs. Prints two lines:\n"
     "  import_us <microseconds to import the file>\n"
-    "  median_us <median microseconds of one evaluated call over N iterations (default 20)>\n";
+    "  median_us <median microseconds of one evaluated call over N iterations (default 20)>\n"
+    "With --profile, then one 'profile' line per primitive: its time per call (the timed calls' mean), kernel\n"
+    "calls and graph nodes per call, and its share; fused element-wise groups count as 'fused', graph\n"
+    "passes and fusion planning as '(planning)'.\n";
 
 const char* kConvertHelp =
     "usage: kiln convert IN OUT [--to VERSION] [--metadata TEXT]\n"
@@ -90,6 +94,7 @@ struct CallInputs {
   bool json = false;
   bool tape = false;
   bool quirks = false;
+  bool profile = false;
 };
 
 int parse_int(const std::string& flag, const std::string& v) {
@@ -126,6 +131,8 @@ CallInputs parse(const std::vector<std::string>& a, const std::string& cmd) {
       c.iters = parse_int(s, value(i));
     } else if (s == "--warmup" && cmd == "bench") {
       c.warmup = parse_int(s, value(i));
+    } else if (s == "--profile" && cmd == "bench") {
+      c.profile = true;
     } else if (s == "--mlx-cpu-quirks" && cmd == "run") {
       c.quirks = true;
     } else if (s == "--json" && cmd == "inspect") {
@@ -342,6 +349,10 @@ int cmd_bench(const std::vector<std::string>& a) {
     kiln::eval(outs);
   };
   for (int i = 0; i < c.warmup; ++i) call();
+  if (c.profile) {
+    kiln::profile_report(true);
+    kiln::set_profiling(true);
+  }
   std::vector<double> us;
   for (int i = 0; i < c.iters; ++i) {
     auto s = clock::now();
@@ -352,6 +363,18 @@ int cmd_bench(const std::vector<std::string>& a) {
   double median = us.size() % 2 ? us[us.size() / 2] : 0.5 * (us[us.size() / 2 - 1] + us[us.size() / 2]);
   std::cout << "import_us " << std::chrono::duration<double, std::micro>(t1 - t0).count() << "\n";
   std::cout << "median_us " << median << "\n";
+  if (c.profile) {
+    kiln::set_profiling(false);
+    auto rows = kiln::profile_report(true);
+    double total = 0;
+    for (auto& r : rows) total += r.seconds;
+    std::printf("profile (per call, over %d calls): %-18s %10s %8s %8s %6s\n", c.iters, "primitive", "us", "kernels",
+                "nodes", "share");
+    for (auto& r : rows) {
+      std::printf("profile %-18s %10.1f %8.1f %8.1f %5.1f%%\n", r.primitive.c_str(), r.seconds * 1e6 / c.iters,
+                  double(r.calls) / c.iters, double(r.nodes) / c.iters, total > 0 ? 100 * r.seconds / total : 0.0);
+    }
+  }
   return 0;
 }
 

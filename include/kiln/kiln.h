@@ -11,4 +11,5 @@
 #include "kiln/memory.h"
 #include "kiln/ops.h"
 #include "kiln/primitive.h"
+#include "kiln/profile.h"
 #include "kiln/random.h"

@@ -3,9 +3,15 @@
 // for a node alone, taken from the kernel table of the node's device (core/kernels.h), or the
 // backend's group runner for a fused group. Nodes are released as soon as they have run, so
 // intermediates are freed (back to the buffer cache) when nothing else needs them.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
 #include <unordered_set>
 
 #include "kiln/primitive.h"
+#include "kiln/profile.h"
 #include "core/fusion.h"
 #include "core/kernels.h"
 #include "core/mode.h"
@@ -16,6 +22,22 @@ namespace kiln {
 namespace {
 
 namespace fusion = detail::fusion;
+
+// The profiler's table (kiln/profile.h).
+std::atomic<bool> g_profiling{false};
+std::mutex g_profile_mu;
+std::map<std::string, ProfileRow>& profile_table() {
+  static std::map<std::string, ProfileRow> t;
+  return t;
+}
+void profile_add(const std::string& name, int64_t nodes, double seconds) {
+  std::lock_guard<std::mutex> lock(g_profile_mu);
+  ProfileRow& r = profile_table()[name];
+  r.primitive = name;
+  ++r.calls;
+  r.nodes += nodes;
+  r.seconds += seconds;
+}
 
 // While tracing, an array with neither data nor a node is a function input placeholder: it has no
 // value to compute, so evaluating it (item(), eval() in the traced function) is a user error.
@@ -130,17 +152,40 @@ void run_group(fusion::Group& g) {
 void eval(std::vector<array> outputs) {
   auto order = topo_order(outputs);
   fusion::reset_stats();
+  const bool profiling = g_profiling.load(std::memory_order_relaxed);
+  using clock = std::chrono::steady_clock;
+  const auto t_plan = profiling ? clock::now() : clock::time_point{};
   auto plan = plan_run(order, outputs);
+  if (profiling) profile_add("(planning)", static_cast<int64_t>(order.size()), std::chrono::duration<double>(clock::now() - t_plan).count());
   for (auto& step : plan) {
+    const auto t0 = profiling ? clock::now() : clock::time_point{};
     if (step.node) {
+      const std::string* name = profiling ? &step.node->def->name : nullptr;
       run_node(step.node);
+      if (profiling) profile_add(*name, 1, std::chrono::duration<double>(clock::now() - t0).count());
       step.node.reset();  // release the inputs this node held
     } else {
+      const int64_t n = static_cast<int64_t>(step.group->members.size());
+      const std::string name = n == 1 ? step.group->members[0].node->def->name : "fused";
       run_group(*step.group);
+      if (profiling) profile_add(name, n, std::chrono::duration<double>(clock::now() - t0).count());
       step.group.reset();
     }
   }
   fusion::publish_stats();
+}
+
+bool set_profiling(bool on) { return g_profiling.exchange(on); }
+
+std::vector<ProfileRow> profile_report(bool reset) {
+  std::lock_guard<std::mutex> lock(g_profile_mu);
+  std::vector<ProfileRow> rows;
+  for (auto& [name, r] : profile_table()) rows.push_back(r);
+  if (reset) profile_table().clear();
+  std::sort(rows.begin(), rows.end(), [](const ProfileRow& a, const ProfileRow& b) {
+    return a.seconds != b.seconds ? a.seconds > b.seconds : a.primitive < b.primitive;
+  });
+  return rows;
 }
 
 void async_eval(std::vector<array> outputs) { eval(std::move(outputs)); }

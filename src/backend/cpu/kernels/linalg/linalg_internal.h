@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/cpu/blas.h"
+#include "backend/cpu/gemm/gemm.h"
 #include "backend/cpu/loops.h"
 #include "kiln/array.h"
 #include "kiln/primitive.h"
@@ -175,6 +176,15 @@ void batched_gemm(int64_t nbatch, int M, int N, int K, C alpha, const MatOperand
     const size_t grain = static_cast<size_t>(std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(per, 1)));
     cpu::parallel_for(static_cast<size_t>(nbatch), grain, [&](size_t s, size_t e) {
       for (size_t i = s; i < e; ++i) {
+        if constexpr (std::is_same_v<C, float>) {
+          // Few rows (attention scores and values in a decode step): the vectorized skinny kernels, which
+          // also read a transposed B along k instead of striding across it.
+          if (M <= cpu::kSkinnyMaxM) {
+            cpu::gemm_skinny<float, float>(a.trans, b.trans, M, N, K, alpha, a.ptr + a_off(i), a.ld, b.ptr + b_off(i),
+                                           b.ld, beta, out + static_cast<int64_t>(i) * M * N, N, cpu::isa_level());
+            continue;
+          }
+        }
         small_gemm<C>(M, N, K, alpha, a.ptr + a_off(i), a.row_stride(), a.col_stride(), b.ptr + b_off(i),
                       b.row_stride(), b.col_stride(), beta, out + static_cast<int64_t>(i) * M * N, N);
       }

@@ -9,6 +9,8 @@ PKGS="cmake g++ make pkg-config libopenblas-dev liblapacke-dev libfftw3-dev libg
 PKGS="$PKGS libsleef-dev"
 # clang with its sanitizer and libFuzzer runtimes (libclang-rt-dev): scripts/sanitize.sh.
 PKGS="$PKGS clang libclang-rt-dev"
+# Graphviz: `kiln dot -o graph.svg|png` renders through its `dot` program (and the CLI test checks it).
+PKGS="$PKGS graphviz"
 # ccache: the wheel build (scripts/python_tests.sh) compiles the same library sources as build/, so they
 # come from the cache (CCACHE_BASEDIR makes the two build trees' paths match).
 PKGS="$PKGS ccache"

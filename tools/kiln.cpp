@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -32,6 +33,8 @@ const char* kMainHelp =
     "  inspect   show a file's format version, metadata, signatures, tape, primitives, streams and constants\n"
     "  convert   rewrite a file in another MLX release's layout (e.g. so MLX 0.32.1 can load a 0.31 file)\n"
     "  bench     time importing a file and calling its function\n"
+    "  dot       draw a file's graph (Graphviz DOT, or SVG/PNG through Graphviz's dot)\n"
+    "  diff      compare two files structurally (signatures, primitives, states, constants)\n"
     "  version   print kiln's version\n"
     "\n"
     "Run 'kiln <command> --help' for a command's options.\n";
@@ -65,6 +68,23 @@ const char* kBenchHelp =
     "With --profile, then one 'profile' line per primitive: its time per call (the timed calls' mean), kernel\n"
     "calls and graph nodes per call, and its share; fused element-wise groups count as 'fused', graph\n"
     "passes and fusion planning as '(planning)'.\n";
+
+const char* kDotHelp =
+    "usage: kiln dot FILE [--function I] [-o OUT.dot|OUT.svg|OUT.png]\n"
+    "\n"
+    "Write function I (1-based, in file order; default 1) of FILE as a Graphviz graph, as the file stores\n"
+    "it: inputs (arg0, arg1, ... or their keyword) and outputs as blue and green houses, constants as grey\n"
+    "boxes, primitives as ellipses with their state, edges labelled with shapes and dtypes. Without -o the\n"
+    "DOT text goes to standard output; an .svg or .png OUT is rendered by Graphviz's `dot` program\n"
+    "(Debian package graphviz).\n";
+
+const char* kDiffHelp =
+    "usage: kiln diff A B\n"
+    "\n"
+    "Compare two .mlxfn files structurally, function by function: signatures, the primitives of each\n"
+    "tape with their states and wiring (ids renamed to positions), and constants by content (a hash of\n"
+    "their bytes). Prints what differs, and notes on what does not matter to the computation (header\n"
+    "version and layout, metadata). Exit status 0 when equal, 1 when they differ, 2 on errors.\n";
 
 const char* kConvertHelp =
     "usage: kiln convert IN OUT [--to VERSION] [--metadata TEXT]\n"
@@ -378,6 +398,93 @@ int cmd_bench(const std::vector<std::string>& a) {
   return 0;
 }
 
+std::string one_line(std::string s);
+
+int cmd_dot(const std::vector<std::string>& a) {
+  if (wants_help(a)) {
+    std::cout << kDotHelp;
+    return 0;
+  }
+  std::string file, out;
+  size_t function = 1;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] == "--function" || a[i] == "-o") {
+      if (i + 1 >= a.size()) throw UsageError(a[i] + " expects a value");
+      if (a[i] == "-o") {
+        out = a[++i];
+      } else {
+        function = static_cast<size_t>(parse_int(a[i], a[i + 1]));
+        ++i;
+      }
+    } else if (!a[i].empty() && a[i][0] == '-') {
+      throw UsageError("unknown option '" + a[i] + "' for 'kiln dot' (see kiln dot --help)");
+    } else if (file.empty()) {
+      file = a[i];
+    } else {
+      throw UsageError("unexpected argument '" + a[i] + "' (only one FILE is taken)");
+    }
+  }
+  if (file.empty()) throw UsageError("missing FILE (see kiln dot --help)");
+  auto fn = kiln::import_function(file);
+  std::ostringstream dot;
+  kiln::export_to_dot(dot, fn, function - 1);
+  if (out.empty()) {
+    std::cout << dot.str();
+    return 0;
+  }
+  const std::string ext = fs::path(out).extension().string();
+  if (ext == ".dot" || ext == ".gv") {
+    std::ofstream f(out, std::ios::binary);
+    f << dot.str();
+    if (!f) throw std::runtime_error("cannot write " + out);
+    return 0;
+  }
+  if (ext != ".svg" && ext != ".png") {
+    throw UsageError("-o expects a .dot, .gv, .svg or .png file, found '" + out + "'");
+  }
+  // Rendered by Graphviz into a temporary file next to OUT, renamed when complete.
+  const std::string tmp = out + ".tmp-kiln";
+  const std::string cmd = "dot -T" + ext.substr(1) + " -o '" + tmp + "'";
+  if (out.find('\'') != std::string::npos) throw UsageError("-o: a file name with a quote is not supported");
+  FILE* p = popen(cmd.c_str(), "w");
+  if (!p) throw std::runtime_error("cannot run Graphviz's dot (install the Debian package graphviz)");
+  const std::string text = dot.str();
+  const size_t wrote = std::fwrite(text.data(), 1, text.size(), p);
+  const int rc = pclose(p);
+  if (wrote != text.size() || rc != 0) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw std::runtime_error("Graphviz's dot failed (exit status " + std::to_string(rc) +
+                             "; is the Debian package graphviz installed?)");
+  }
+  fs::rename(tmp, out);
+  return 0;
+}
+
+int cmd_diff(const std::vector<std::string>& a) {
+  if (wants_help(a)) {
+    std::cout << kDiffHelp;
+    return 0;
+  }
+  std::vector<std::string> files;
+  for (auto& s : a) {
+    if (!s.empty() && s[0] == '-') throw UsageError("unknown option '" + s + "' for 'kiln diff' (see kiln diff --help)");
+    files.push_back(s);
+  }
+  if (files.size() != 2) throw UsageError("expects two files A and B (see kiln diff --help)");
+  kiln::FileDiff d;
+  try {
+    d = kiln::diff_functions(kiln::import_function(files[0]), kiln::import_function(files[1]));
+  } catch (const std::exception& e) {
+    std::cerr << "kiln diff: " << one_line(e.what()) << "\n";
+    return 2;
+  }
+  for (auto& n : d.notes) std::cout << "note: " << n << "\n";
+  for (auto& x : d.differences) std::cout << "differs: " << x << "\n";
+  if (d.equal()) std::cout << "equal: " << files[0] << " and " << files[1] << " compute the same functions\n";
+  return d.equal() ? 0 : 1;
+}
+
 // Errors are reported on one line.
 std::string one_line(std::string s) {
   for (auto& ch : s) {
@@ -407,7 +514,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   const std::map<std::string, std::function<int(const std::vector<std::string>&)>> commands = {
-      {"run", cmd_run}, {"inspect", cmd_inspect}, {"convert", cmd_convert}, {"bench", cmd_bench}};
+      {"run", cmd_run},     {"inspect", cmd_inspect}, {"convert", cmd_convert},
+      {"bench", cmd_bench}, {"dot", cmd_dot},         {"diff", cmd_diff}};
   if (cmd == "version" || cmd == "--version") {
     auto v = kiln::format::supported_versions();
     std::cout << "kiln 0.1.0 (reads and writes the .mlxfn layouts of MLX " << v.front() << " to " << v.back()
@@ -417,7 +525,7 @@ int main(int argc, char** argv) {
   auto it = commands.find(cmd);
   if (it == commands.end()) {
     std::cerr << "kiln: unknown command '" << cmd
-              << "' (expected run, inspect, convert, bench or version; see kiln --help)\n";
+              << "' (expected run, inspect, convert, bench, dot, diff or version; see kiln --help)\n";
     return 2;
   }
   try {

@@ -152,6 +152,8 @@ struct TapeEntryInfo {
   std::vector<ArraySpec> outputs;      // recorded shapes and dtypes, one per output id
   // Constant entries: shape and dtype, and whether this entry carried the payload (first occurrence).
   bool payload = false;
+  // Constant entries: the value, loaded from the file when it is first evaluated (kiln diff hashes it).
+  array value;
 };
 
 // One function record (one exported signature).
@@ -238,4 +240,26 @@ namespace kiln {
 // use, except those given a name in `names` (an array and its name; MLX's NodeNamer::set_name).
 void export_to_dot(std::ostream& os, const std::vector<array>& outputs,
                    const std::vector<std::pair<array, std::string>>& names = {});
+
+struct ImportedFunction;
+
+// kiln extension (`kiln dot`): function `function` (0-based, in file order) of an imported file as the
+// file stores it, in Graphviz DOT: one node per input (named arg0, arg1, ... or by keyword), constant,
+// primitive (its display name and state) and output, styled apart (inputs and outputs as blue and
+// green house shapes, constants as grey boxes, primitives as ellipses), and one edge per use labelled
+// with the array's shape and dtype. Throws std::out_of_range for a function the file does not have.
+void export_to_dot(std::ostream& os, const ImportedFunction& fn, size_t function = 0);
+
+// kiln extension (`kiln diff`): two imported files compared structurally, function by function:
+// signatures (inputs, keyword names, outputs), the tape's primitives, their states and how they are
+// wired (ids renamed to positions, so two writers' numbering does not matter) and the constants by
+// content (a 64-bit hash of shape, dtype and bytes, which loads them). `differences` lists what
+// differs (empty when the files compute the same thing); `notes` what differs without mattering to
+// the computation (header version and layout, metadata).
+struct FileDiff {
+  std::vector<std::string> differences;
+  std::vector<std::string> notes;
+  bool equal() const { return differences.empty(); }
+};
+FileDiff diff_functions(const ImportedFunction& a, const ImportedFunction& b);
 }  // namespace kiln

@@ -54,6 +54,7 @@ struct FunctionTable {
           case format::Entry::Kind::Constant:
             t.kind = TapeEntryInfo::Kind::Constant;
             t.payload = e.payload;
+            t.value = e.value;
             if (e.payload) {
               f.new_constants++;
               f.new_constant_bytes += e.value.nbytes();

@@ -253,3 +253,152 @@ TEST(Cli, NewerVersionIsNamed) {
 }
 
 }  // namespace
+
+// ---- kiln bench --profile, kiln dot, kiln diff ----
+
+TEST(Cli, BenchProfileListsPrimitives) {
+  auto r = run_cli("bench " + (kGolden / "addmm/addmm.mlxfn").string() + " --arg " +
+                   (kGolden / "addmm/call0_arg0.npy").string() + " --arg " + (kGolden / "addmm/call0_arg1.npy").string() +
+                   " --arg " + (kGolden / "addmm/call0_arg2.npy").string() + " --iters 4 --profile");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("median_us"), std::string::npos);
+  // One AddMM kernel per call, and the planning line.
+  EXPECT_NE(r.out.find("profile AddMM"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("profile (planning)"), std::string::npos) << r.out;
+  std::istringstream is(r.out.substr(r.out.find("profile AddMM")));
+  std::string tag, name;
+  double us = -1, kernels = -1, nodes = -1;
+  is >> tag >> name >> us >> kernels >> nodes;
+  EXPECT_GE(us, 0);
+  EXPECT_EQ(kernels, 1.0);
+  EXPECT_EQ(nodes, 1.0);
+}
+
+TEST(Cli, DotDrawsTheFileGraph) {
+  auto r = run_cli("dot " + (kGolden / "addmm/addmm.mlxfn").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("digraph {", 0), 0u) << r.out;
+  for (const char* s : {"in0 [label=\"arg0\\n(3,5) float32\"", "shape=invhouse", "AddMM\\nalpha=0.5, beta=2",
+                        "in1 -> n0 [label=\"(3,4) float32\"]", "out0 [label=\"output 0\\n(3,5) float32\"",
+                        "shape=house", "n0 -> out0"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+  }
+  // Keyword inputs are named by their keyword; constants are grey boxes.
+  auto kw = run_cli("dot " + (kGolden / "args_and_kwargs/args_and_kwargs.mlxfn").string());
+  ASSERT_EQ(kw.code, 0) << kw.err;
+  auto info = kiln::import_function((kGolden / "args_and_kwargs/args_and_kwargs.mlxfn").string()).info();
+  for (auto& k : info.functions[0].kwarg_keys) EXPECT_NE(kw.out.find("label=\"" + k + "\\n"), std::string::npos) << k;
+  auto c = run_cli("dot " + (kGolden / "pad_constant/pad_constant.mlxfn").string());
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("[label=\"constant\\n"), std::string::npos) << c.out;
+  // A function the file does not have.
+  auto bad = run_cli("dot " + (kGolden / "addmm/addmm.mlxfn").string() + " --function 3");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("The file has 1 function(s); function 3 does not exist"), std::string::npos) << bad.err;
+  auto ext = run_cli("dot " + (kGolden / "addmm/addmm.mlxfn").string() + " -o " + cli_tmp("g.txt").string());
+  EXPECT_EQ(ext.code, 2);
+  EXPECT_NE(ext.err.find("-o expects a .dot, .gv, .svg or .png file"), std::string::npos) << ext.err;
+}
+
+TEST(Cli, DotWritesDotAndRendersThroughGraphviz) {
+  const fs::path dotf = cli_tmp("g.dot");
+  auto r = run_cli("dot " + (kGolden / "addmm/addmm.mlxfn").string() + " -o " + dotf.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto bytes = file_bytes(dotf);
+  EXPECT_EQ(std::string(bytes.begin(), bytes.begin() + 9), "digraph {");
+  if (std::system("command -v dot >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "Graphviz's dot is not installed (scripts/setup.sh installs the Debian package graphviz)";
+  }
+  const fs::path svg = cli_tmp("g.svg"), png = cli_tmp("g.png");
+  auto s = run_cli("dot " + (kGolden / "addmm/addmm.mlxfn").string() + " -o " + svg.string());
+  ASSERT_EQ(s.code, 0) << s.err;
+  auto sb = file_bytes(svg);
+  const std::string text(sb.begin(), sb.end());
+  EXPECT_NE(text.find("<svg"), std::string::npos);
+  EXPECT_NE(text.find("AddMM"), std::string::npos);
+  auto p = run_cli("dot " + (kGolden / "addmm/addmm.mlxfn").string() + " -o " + png.string());
+  ASSERT_EQ(p.code, 0) << p.err;
+  auto pb = file_bytes(png);
+  ASSERT_GT(pb.size(), 8u);
+  EXPECT_EQ(pb[1], 'P');
+  EXPECT_EQ(pb[2], 'N');
+  EXPECT_EQ(pb[3], 'G');
+  EXPECT_FALSE(fs::exists(png.string() + ".tmp-kiln"));
+}
+
+TEST(Cli, DiffComparesStructureAndConstants) {
+  const std::string a = (kGolden / "addmm/addmm.mlxfn").string();
+  auto same = run_cli("diff " + a + " " + a);
+  EXPECT_EQ(same.code, 0) << same.out << same.err;
+  EXPECT_NE(same.out.find("equal:"), std::string::npos);
+  // A conversion to another layout changes nothing that matters: a note, still equal.
+  const fs::path conv = cli_tmp("addmm_0321.mlxfn");
+  ASSERT_EQ(run_cli("convert " + a + " " + conv.string() + " --to 0.32.1").code, 0);
+  auto c = run_cli("diff " + a + " " + conv.string());
+  EXPECT_EQ(c.code, 0) << c.out;
+  EXPECT_NE(c.out.find("note: header version 0.30.1 (layout 0.30.1) vs 0.32.1"), std::string::npos) << c.out;
+  // Different functions.
+  auto d = run_cli("diff " + a + " " + (kGolden / "binary_add/binary_add.mlxfn").string());
+  EXPECT_EQ(d.code, 1);
+  EXPECT_NE(d.out.find("differs: function 1: signature"), std::string::npos) << d.out;
+  // Errors: exit status 2.
+  auto e = run_cli("diff " + a + " /nonexistent/x.mlxfn");
+  EXPECT_EQ(e.code, 2);
+  EXPECT_NE(e.err.find("kiln diff:"), std::string::npos);
+  EXPECT_EQ(run_cli("diff " + a).code, 2);
+}
+
+TEST(Cli, DiffFindsAChangedConstantOrPrimitive) {
+  namespace mx = kiln;
+  auto write = [](const fs::path& p, float c, bool use_mul) {
+    auto w = mx::array({1.0f, 2.0f, c});
+    mx::eval(w);
+    mx::export_function(
+        p.string(),
+        [w, use_mul](const mx::Args& a) {
+          return std::vector<mx::array>{use_mul ? mx::multiply(a[0], w) : mx::add(a[0], w)};
+        },
+        {mx::zeros({3})});
+  };
+  const fs::path p1 = cli_tmp("c1.mlxfn"), p2 = cli_tmp("c2.mlxfn"), p3 = cli_tmp("c3.mlxfn"), p4 = cli_tmp("c4.mlxfn");
+  write(p1, 3.0f, false);
+  write(p2, 3.0f, false);
+  write(p3, 3.5f, false);
+  write(p4, 3.0f, true);
+  auto eq = mx::diff_functions(mx::import_function(p1.string()), mx::import_function(p2.string()));
+  EXPECT_TRUE(eq.equal());
+  auto cst = mx::diff_functions(mx::import_function(p1.string()), mx::import_function(p3.string()));
+  ASSERT_FALSE(cst.equal());
+  EXPECT_NE(cst.differences[0].find("constant const0 (3) float32 #"), std::string::npos) << cst.differences[0];
+  auto prim = mx::diff_functions(mx::import_function(p1.string()), mx::import_function(p4.string()));
+  ASSERT_FALSE(prim.equal());
+  EXPECT_NE(prim.differences[0].find("Add(in0, const0)"), std::string::npos) << prim.differences[0];
+  EXPECT_NE(prim.differences[0].find("Multiply(in0, const0)"), std::string::npos) << prim.differences[0];
+  auto r = run_cli("diff " + p1.string() + " " + p3.string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("differs: function 1: tape entry"), std::string::npos) << r.out;
+}
+
+TEST(Profile, CountsKernelsPerPrimitive) {
+  namespace mx = kiln;
+  mx::profile_report(true);
+  EXPECT_FALSE(mx::set_profiling(true));
+  auto x = mx::ones({64, 64});
+  auto y = mx::matmul(mx::exp(x), x);
+  mx::eval(y);
+  EXPECT_TRUE(mx::set_profiling(false));
+  auto rows = mx::profile_report(true);
+  bool saw_matmul = false;
+  for (auto& r : rows) {
+    EXPECT_GE(r.seconds, 0.0);
+    if (r.primitive == "Matmul") {
+      saw_matmul = true;
+      EXPECT_EQ(r.calls, 1);
+      EXPECT_EQ(r.nodes, 1);
+    }
+  }
+  EXPECT_TRUE(saw_matmul);
+  EXPECT_TRUE(mx::profile_report(true).empty());  // reset
+  mx::eval(mx::exp(mx::ones({4})));               // off: nothing recorded
+  EXPECT_TRUE(mx::profile_report(true).empty());
+}

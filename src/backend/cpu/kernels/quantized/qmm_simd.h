@@ -15,37 +15,22 @@ namespace kiln::quant::simd {
 
 enum class Kind : int { Affine = 0, Fp4 = 1, Fp8 = 2 };
 
-// y[m·ldy + r] = Σ_k x[m·ldx + k] · W[n0 + r, k] for rows r in [0, rows) and m in [0, M): the transposed
-// product (W is N × K, packed along K). `w` is row n0's first byte, rows `row_bytes` apart; `s`/`b` the
-// float scales/biases of row n0 (b null for the fp modes), rows `s_stride` apart. x is permuted as
-// layout() says.
-struct GemvT {
+// One call of a register kernel, for both products:
+//  - gemv_t, the transposed product (W is N × K, packed along K): y[m·ldy + r] = Σ_k x[m·ldx + k] ·
+//    W[n0 + r, k] for the `n` weight rows r and m in [0, M). `w` is row n0's first byte, rows `row_bytes`
+//    apart; `s`/`b` the float scales/biases of row n0 (b null for the fp modes), rows `s_stride` apart.
+//    x is permuted as layout() says.
+//  - gemv_n, the plain product (W is K × N, packed along N): y[m·ldy + c] = Σ_k x[m·ldx + k] · W[k, c0 + c]
+//    for the `n` columns c. `w` points at column c0 of row 0 (c0 a multiple of the block size), rows
+//    `row_bytes` apart; `s`/`b` at the scales of (row 0, group c0 / gs), rows `s_stride` apart. x in
+//    natural order; n a multiple of the block size.
+struct Gemv {
   const uint8_t* w;
   int64_t row_bytes;
   const float* s;
   const float* b;
   int64_t s_stride;
-  int64_t rows, K;
-  int gs, bits;
-  Kind kind;
-  const float* x;
-  int64_t ldx;
-  int M;
-  float* y;
-  int64_t ldy;
-};
-
-// y[m·ldy + c] = Σ_k x[m·ldx + k] · W[k, c0 + c] for c in [0, cols): the plain product (W is K × N,
-// packed along N). `w` points at column c0 of row 0 (c0 a multiple of the block size), rows `row_bytes`
-// apart; `s`/`b` at the scales of (row 0, group c0 / gs), rows `s_stride` apart. x in natural order;
-// cols a multiple of the block size.
-struct GemvN {
-  const uint8_t* w;
-  int64_t row_bytes;
-  const float* s;
-  const float* b;
-  int64_t s_stride;
-  int64_t cols, K;
+  int64_t n, K;
   int gs, bits;
   Kind kind;
   const float* x;
@@ -59,8 +44,8 @@ struct GemvN {
 struct Ops {
   // Block size and lane order (perm: up to 64 entries) of (kind, bits, gs).
   int (*layout)(Kind kind, int bits, int gs, uint8_t* perm);
-  void (*gemv_t)(const GemvT& a);
-  void (*gemv_n)(const GemvN& a);
+  void (*gemv_t)(const Gemv& a);
+  void (*gemv_n)(const Gemv& a);
   // Dequantize `ngroups` whole groups starting at packed byte `p` (scales s, biases b) into dst, in
   // natural order.
   void (*dequant)(const uint8_t* p, const float* s, const float* b, int64_t ngroups, int gs, int bits, Kind kind,

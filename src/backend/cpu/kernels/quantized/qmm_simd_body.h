@@ -14,7 +14,7 @@ inline void prefetch(const void* p, int64_t bytes) {
 
 // One register tile of the transposed product: MR rows of x against NR weight rows.
 template <class U, int MR, int NR>
-KQ_TARGET void tile_t(const GemvT& a, int64_t r0, int m0) {
+KQ_TARGET void tile_t(const Gemv& a, int64_t r0, int m0) {
   using V = typename U::V;
   constexpr int W = U::W, BLK = U::BLK, NV = BLK / W;
   const int bpg = a.gs / BLK;
@@ -81,7 +81,7 @@ KQ_TARGET void tile_t(const GemvT& a, int64_t r0, int m0) {
 }
 
 template <class U, int MR>
-KQ_TARGET void rows_t(const GemvT& a, int64_t r0, int64_t r1, int m0) {
+KQ_TARGET void rows_t(const Gemv& a, int64_t r0, int64_t r1, int m0) {
   constexpr int NR = U::nr_for(MR);
   int64_t r = r0;
   for (; r + NR <= r1; r += NR) tile_t<U, MR, NR>(a, r, m0);
@@ -89,10 +89,10 @@ KQ_TARGET void rows_t(const GemvT& a, int64_t r0, int64_t r1, int m0) {
 }
 
 template <class U>
-KQ_TARGET void gemv_t_impl(const GemvT& a) {
+KQ_TARGET void gemv_t_impl(const Gemv& a) {
   // Groups of 4 weight rows at a time so every x chunk reuses those rows from the cache.
-  for (int64_t r0 = 0; r0 < a.rows; r0 += 4) {
-    const int64_t r1 = std::min<int64_t>(a.rows, r0 + 4);
+  for (int64_t r0 = 0; r0 < a.n; r0 += 4) {
+    const int64_t r1 = std::min<int64_t>(a.n, r0 + 4);
     for (int m0 = 0; m0 < a.M; m0 += 4) {
       switch (std::min(4, a.M - m0)) {
         case 1: rows_t<U, 1>(a, r0, r1, m0); break;
@@ -107,15 +107,15 @@ KQ_TARGET void gemv_t_impl(const GemvT& a) {
 // The plain product: accumulators for up to 8 rows of x and a 128-column tile live in L1; per row k of
 // W the tile's codes are unpacked once and used for those rows of x.
 template <class U>
-KQ_TARGET void gemv_n_rows(const GemvN& a) {
+KQ_TARGET void gemv_n_rows(const Gemv& a) {
   using V = typename U::V;
   constexpr int W = U::W, BLK = U::BLK, NV = BLK / W, TW = 128;
   constexpr int GB = BLK * U::B / 8;
   alignas(64) float acc[8][TW];
   uint8_t perm[64];
   U::perm(perm);
-  for (int64_t c0 = 0; c0 < a.cols; c0 += TW) {
-    const int cw = static_cast<int>(std::min<int64_t>(TW, a.cols - c0));
+  for (int64_t c0 = 0; c0 < a.n; c0 += TW) {
+    const int cw = static_cast<int>(std::min<int64_t>(TW, a.n - c0));
     const int nb = cw / BLK;
     for (int m = 0; m < a.M; ++m) std::fill(acc[m], acc[m] + cw, 0.0f);
     for (int64_t k = 0; k < a.K; ++k) {
@@ -145,9 +145,9 @@ KQ_TARGET void gemv_n_rows(const GemvN& a) {
 }
 
 template <class U>
-KQ_TARGET void gemv_n_impl(const GemvN& a) {
+KQ_TARGET void gemv_n_impl(const Gemv& a) {
   for (int m0 = 0; m0 < a.M; m0 += 8) {
-    GemvN c = a;
+    Gemv c = a;
     c.M = std::min(8, a.M - m0);
     c.x = a.x + m0 * a.ldx;
     c.y = a.y + m0 * a.ldy;
@@ -180,11 +180,11 @@ inline int layout_impl(Kind kind, int bits, int gs, uint8_t* perm) {
   return blk;
 }
 
-inline void gemv_t_entry(const GemvT& a) {
+inline void gemv_t_entry(const Gemv& a) {
   with_unpacker(a.kind, a.bits, a.gs, [&](auto u) { gemv_t_impl<decltype(u)>(a); });
 }
 
-inline void gemv_n_entry(const GemvN& a) {
+inline void gemv_n_entry(const Gemv& a) {
   with_unpacker(a.kind, a.bits, a.gs, [&](auto u) { gemv_n_impl<decltype(u)>(a); });
 }
 

@@ -136,40 +136,52 @@ void fast_qmm(const FastCall& c, QuantizationMode mode, const std::vector<std::p
   const int64_t M = c.M, N = c.N, K = c.K;
   const bool affine = c.kind == simd::Kind::Affine;
   constexpr bool kF32 = std::is_same_v<T, float>;
-  if (M <= kDecodeRows && c.transpose) {
-    // x permuted to the kernels' lane order, once per call.
-    uint8_t perm[64];
-    const int blk = c.ops->layout(c.kind, c.bits, c.gs, perm);
-    std::vector<float> xp(static_cast<size_t>(c.x_rows * K));
-    for (int64_t r = 0; r < c.x_rows; ++r) {
-      const float* src = c.X + r * K;
-      float* dst = xp.data() + r * K;
-      for (int64_t e = 0; e < K; e += blk) {
-        for (int i = 0; i < blk; ++i) dst[e + i] = src[e + perm[i]];
+  if (M <= kDecodeRows) {
+    const bool tr = c.transpose;
+    // The transposed product reads x permuted to the kernels' lane order: done once per call.
+    std::vector<float> xp;
+    if (tr) {
+      uint8_t perm[64];
+      const int blk = c.ops->layout(c.kind, c.bits, c.gs, perm);
+      xp.resize(static_cast<size_t>(c.x_rows * K));
+      for (int64_t r = 0; r < c.x_rows; ++r) {
+        const float* src = c.X + r * K;
+        float* dst = xp.data() + r * K;
+        for (int64_t e = 0; e < K; e += blk) {
+          for (int i = 0; i < blk; ++i) dst[e + i] = src[e + perm[i]];
+        }
       }
     }
-    constexpr int64_t RU = 16;  // weight rows per task unit
-    const int64_t units = (N + RU - 1) / RU;
-    const size_t grain = static_cast<size_t>(std::max<int64_t>(1, 32768 / (RU * c.row_bytes)));
+    const float* xs = tr ? xp.data() : c.X;
+    // Task units: 16 weight rows (transposed) or 128 columns (plain) of the output, about 32 KiB of
+    // packed weights per grain.
+    const int64_t U = tr ? 16 : 128;
+    const int64_t units = (N + U - 1) / U;
+    const int64_t unit_bytes = tr ? U * c.row_bytes : K * U * c.bits / 8;
+    const size_t grain = static_cast<size_t>(std::max<int64_t>(1, 32768 / unit_bytes));
+    void (*kernel)(const simd::Gemv&) = tr ? c.ops->gemv_t : c.ops->gemv_n;
     cpu::parallel_for(jobs.size() * static_cast<size_t>(units), grain, [&](size_t t0, size_t t1) {
-      std::vector<float> sbuf, bbuf, ybuf(kF32 ? 0 : static_cast<size_t>(M * RU));
+      std::vector<float> sbuf, bbuf, ybuf(kF32 ? 0 : static_cast<size_t>(M * U));
       for (size_t t = t0; t < t1; ++t) {
-        const int64_t job = static_cast<int64_t>(t) / units, n0 = (static_cast<int64_t>(t) % units) * RU;
-        const int64_t n1 = std::min(N, n0 + RU);
+        const int64_t job = static_cast<int64_t>(t) / units, n0 = (static_cast<int64_t>(t) % units) * U;
+        const int64_t n1 = std::min(N, n0 + U);
         const auto m = mat(jobs[job].second);
-        simd::GemvT a{};
-        a.w = m.w + n0 * c.row_bytes;
+        // Scales and biases: weight rows n0..n1, every group (transposed), or the groups of columns
+        // n0..n1 in every row k (plain).
+        const int64_t srows = tr ? n1 - n0 : K, sn = tr ? c.row_groups : (n1 - n0) / c.gs;
+        const int64_t soff = tr ? n0 * c.row_groups : n0 / c.gs;
+        simd::Gemv a{};
+        a.w = m.w + (tr ? n0 * c.row_bytes : n0 * c.bits / 8);
         a.row_bytes = c.row_bytes;
-        a.s = rd.read_block(m.s + n0 * c.row_groups, n1 - n0, c.row_groups, c.row_groups, sbuf, &a.s_stride);
+        a.s = rd.read_block(m.s + soff, srows, sn, c.row_groups, sbuf, &a.s_stride);
         int64_t bstride = 0;
-        a.b = affine ? rd.read_block(m.b + n0 * c.row_groups, n1 - n0, c.row_groups, c.row_groups, bbuf, &bstride)
-                     : nullptr;
-        a.rows = n1 - n0;
+        a.b = affine ? rd.read_block(m.b + soff, srows, sn, c.row_groups, bbuf, &bstride) : nullptr;
+        a.n = n1 - n0;
         a.K = K;
         a.gs = c.gs;
         a.bits = c.bits;
         a.kind = c.kind;
-        a.x = xp.data() + jobs[job].first * M * K;
+        a.x = xs + jobs[job].first * M * K;
         a.ldx = K;
         a.M = static_cast<int>(M);
         T* om = o + job * M * N + n0;
@@ -178,48 +190,10 @@ void fast_qmm(const FastCall& c, QuantizationMode mode, const std::vector<std::p
           a.ldy = N;
         } else {
           a.y = ybuf.data();
-          a.ldy = RU;
+          a.ldy = U;
         }
-        c.ops->gemv_t(a);
-        if constexpr (!kF32) store_rows(ybuf.data(), RU, om, N, M, n1 - n0);
-      }
-    });
-    return;
-  }
-  if (M <= kDecodeRows) {
-    constexpr int64_t CU = 128;  // columns per task unit
-    const int64_t units = (N + CU - 1) / CU;
-    const size_t grain = static_cast<size_t>(std::max<int64_t>(1, 32768 / (K * CU * c.bits / 8)));
-    cpu::parallel_for(jobs.size() * static_cast<size_t>(units), grain, [&](size_t t0, size_t t1) {
-      std::vector<float> sbuf, bbuf, ybuf(kF32 ? 0 : static_cast<size_t>(M * CU));
-      for (size_t t = t0; t < t1; ++t) {
-        const int64_t job = static_cast<int64_t>(t) / units, c0 = (static_cast<int64_t>(t) % units) * CU;
-        const int64_t c1 = std::min(N, c0 + CU), g0 = c0 / c.gs, ng = (c1 - c0) / c.gs;
-        const auto m = mat(jobs[job].second);
-        simd::GemvN a{};
-        a.w = m.w + c0 * c.bits / 8;
-        a.row_bytes = c.row_bytes;
-        a.s = rd.read_block(m.s + g0, K, ng, c.row_groups, sbuf, &a.s_stride);
-        int64_t bstride = 0;
-        a.b = affine ? rd.read_block(m.b + g0, K, ng, c.row_groups, bbuf, &bstride) : nullptr;
-        a.cols = c1 - c0;
-        a.K = K;
-        a.gs = c.gs;
-        a.bits = c.bits;
-        a.kind = c.kind;
-        a.x = c.X + jobs[job].first * M * K;
-        a.ldx = K;
-        a.M = static_cast<int>(M);
-        T* om = o + job * M * N + c0;
-        if constexpr (kF32) {
-          a.y = om;
-          a.ldy = N;
-        } else {
-          a.y = ybuf.data();
-          a.ldy = CU;
-        }
-        c.ops->gemv_n(a);
-        if constexpr (!kF32) store_rows(ybuf.data(), CU, om, N, M, c1 - c0);
+        kernel(a);
+        if constexpr (!kF32) store_rows(ybuf.data(), U, om, N, M, n1 - n0);
       }
     });
     return;

@@ -152,6 +152,31 @@ void im2col(const T* x, const Geometry& g, int64_t r0, int64_t r1, C* patch) {
   });
 }
 
+// Output row r of `plane` positions per batch entry (entry n, position (o0, o1, o2)): calls
+// f(n, i0, i1, i2, k) for every tap k whose input position (i0, i1, i2) lies inside the input (the
+// geometry's tables hold -1 for taps in the padding or between dilated inputs).
+template <class F>
+inline void for_each_tap(const Geometry& g, int64_t r, int64_t plane, F&& f) {
+  const int64_t n = r / plane;
+  int64_t rem = r % plane;
+  const int64_t o2 = rem % g.out[2];
+  rem /= g.out[2];
+  const int64_t o1 = rem % g.out[1];
+  const int64_t o0 = rem / g.out[1];
+  const int64_t* t0 = g.tab[0].data() + o0 * g.k[0];
+  const int64_t* t1 = g.tab[1].data() + o1 * g.k[1];
+  const int64_t* t2 = g.tab[2].data() + o2 * g.k[2];
+  int64_t k = 0;
+  for (int64_t j0 = 0; j0 < g.k[0]; ++j0) {
+    for (int64_t j1 = 0; j1 < g.k[1]; ++j1) {
+      for (int64_t j2 = 0; j2 < g.k[2]; ++j2, ++k) {
+        const int64_t i0 = t0[j0], i1 = t1[j1], i2 = t2[j2];
+        if (i0 >= 0 && i1 >= 0 && i2 >= 0) f(n, i0, i1, i2, k);
+      }
+    }
+  }
+}
+
 // Depthwise convolution (one input channel per group): out[oc] = sum_k x[pos_k, oc / Og] * w[oc, k]. A
 // gemm per group would be a matrix-vector product of width 1; instead the output channels form the
 // inner loop, contiguous in the transposed weight and in the output.
@@ -168,35 +193,19 @@ void depthwise(const T* x, const Geometry& g, const std::vector<C>& wm, T* out) 
   cpu::parallel_for(static_cast<size_t>(rows), grain, [&](size_t b, size_t e) {
     std::vector<C> acc(static_cast<size_t>(O));
     for (int64_t r = static_cast<int64_t>(b); r < static_cast<int64_t>(e); ++r) {
-      const int64_t n = r / plane;
-      int64_t rem = r % plane;
-      const int64_t o2 = rem % g.out[2];
-      rem /= g.out[2];
-      const int64_t o1 = rem % g.out[1];
-      const int64_t o0 = rem / g.out[1];
-      const int64_t* t0 = g.tab[0].data() + o0 * g.k[0];
-      const int64_t* t1 = g.tab[1].data() + o1 * g.k[1];
-      const int64_t* t2 = g.tab[2].data() + o2 * g.k[2];
       std::fill(acc.begin(), acc.end(), C(0));
       C* a = acc.data();
-      int64_t k = 0;
-      for (int64_t j0 = 0; j0 < g.k[0]; ++j0) {
-        for (int64_t j1 = 0; j1 < g.k[1]; ++j1) {
-          for (int64_t j2 = 0; j2 < g.k[2]; ++j2, ++k) {
-            const int64_t i0 = t0[j0], i1 = t1[j1], i2 = t2[j2];
-            if (i0 < 0 || i1 < 0 || i2 < 0) continue;
-            const T* src = x + n * g.n_st + i0 * g.in_st[0] + i1 * g.in_st[1] + i2 * g.in_st[2];
-            const C* wk = wt.data() + k * O;
-            if (simple) {
-              for (int64_t oc = 0; oc < O; ++oc) a[oc] += static_cast<C>(static_cast<detail::acc_t<T>>(src[oc])) * wk[oc];
-            } else {
-              for (int64_t oc = 0; oc < O; ++oc) {
-                a[oc] += static_cast<C>(static_cast<detail::acc_t<T>>(src[(oc / g.Og) * g.c_st])) * wk[oc];
-              }
-            }
+      for_each_tap(g, r, plane, [&](int64_t n, int64_t i0, int64_t i1, int64_t i2, int64_t k) {
+        const T* src = x + n * g.n_st + i0 * g.in_st[0] + i1 * g.in_st[1] + i2 * g.in_st[2];
+        const C* wk = wt.data() + k * O;
+        if (simple) {
+          for (int64_t oc = 0; oc < O; ++oc) a[oc] += static_cast<C>(static_cast<detail::acc_t<T>>(src[oc])) * wk[oc];
+        } else {
+          for (int64_t oc = 0; oc < O; ++oc) {
+            a[oc] += static_cast<C>(static_cast<detail::acc_t<T>>(src[(oc / g.Og) * g.c_st])) * wk[oc];
           }
         }
-      }
+      });
       T* o = out + r * O;
       for (int64_t oc = 0; oc < O; ++oc) o[oc] = T(a[oc]);
     }
@@ -245,28 +254,13 @@ bool gather_conv(const array& x, const Geometry& g, const std::vector<C>& wm, T*
     cpu::parallel_for(static_cast<size_t>((n1 - n0) * out_plane), grain, [&](size_t b, size_t e) {
       std::vector<C> acc(static_cast<size_t>(O));
       for (int64_t r = static_cast<int64_t>(b); r < static_cast<int64_t>(e); ++r) {
-        const int64_t n = r / out_plane;
-        int64_t rem = r % out_plane;
-        const int64_t o2 = rem % g.out[2];
-        rem /= g.out[2];
-        const int64_t o1 = rem % g.out[1];
-        const int64_t o0 = rem / g.out[1];
-        const int64_t* t0 = g.tab[0].data() + o0 * g.k[0];
-        const int64_t* t1 = g.tab[1].data() + o1 * g.k[1];
-        const int64_t* t2 = g.tab[2].data() + o2 * g.k[2];
         std::fill(acc.begin(), acc.end(), C(0));
         C* a = acc.data();
-        int64_t k = 0;
-        for (int64_t j0 = 0; j0 < g.k[0]; ++j0) {
-          for (int64_t j1 = 0; j1 < g.k[1]; ++j1) {
-            for (int64_t j2 = 0; j2 < g.k[2]; ++j2, ++k) {
-              const int64_t i0 = t0[j0], i1 = t1[j1], i2 = t2[j2];
-              if (i0 < 0 || i1 < 0 || i2 < 0) continue;
-              const C* src = cols.data() + ((n * in_plane + (i0 * g.in[1] + i1) * g.in[2] + i2) * K + k) * O;
-              for (int64_t oc = 0; oc < O; ++oc) a[oc] += src[oc];
-            }
-          }
-        }
+        for_each_tap(g, r, out_plane, [&](int64_t n, int64_t i0, int64_t i1, int64_t i2, int64_t k) {
+          const C* src = cols.data() + ((n * in_plane + (i0 * g.in[1] + i1) * g.in[2] + i2) * K + k) * O;
+          for (int64_t oc = 0; oc < O; ++oc) a[oc] += src[oc];
+        });
+        const int64_t n = r / out_plane;
         T* o = out + ((n0 + n) * out_plane + (r % out_plane)) * O;
         for (int64_t oc = 0; oc < O; ++oc) o[oc] = T(a[oc]);
       }

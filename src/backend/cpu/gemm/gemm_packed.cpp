@@ -102,6 +102,25 @@ KILN_T256 void ukr_avx2(int64_t kc, const float* a, const float* b, float* c, in
   }
 }
 
+// C = alpha · acc + beta · C for the mr × nr corner of an 8×32 tile of accumulators (C not read when
+// beta is 0): the AVX-512 micro-kernels' store.
+KILN_T512 __attribute__((always_inline)) inline void store_8x32(const __m512 (&acc)[8][2], float* c, int64_t ldc,
+                                                                int mr, int nr, float alpha, float beta) {
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  const __mmask16 m0 = static_cast<__mmask16>(nr >= 16 ? 0xffffu : (1u << nr) - 1u);
+  const __mmask16 m1 = static_cast<__mmask16>(nr >= 32 ? 0xffffu : nr <= 16 ? 0u : (1u << (nr - 16)) - 1u);
+  for (int i = 0; i < mr; ++i) {
+    float* ci = c + i * ldc;
+    __m512 r0 = _mm512_mul_ps(acc[i][0], va), r1 = _mm512_mul_ps(acc[i][1], va);
+    if (beta != 0.0f) {
+      r0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, ci), r0);
+      r1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, ci + 16), r1);
+    }
+    _mm512_mask_storeu_ps(ci, m0, r0);
+    _mm512_mask_storeu_ps(ci + 16, m1, r1);
+  }
+}
+
 // ---- AVX-512: 8×32 (16 accumulators, 2 B vectors, broadcasts from memory)
 KILN_T512 void ukr_avx512(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int mr, int nr,
                           float alpha, float beta) {
@@ -119,19 +138,7 @@ KILN_T512 void ukr_avx512(int64_t kc, const float* a, const float* b, float* c, 
       acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
     }
   }
-  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  const __mmask16 m0 = static_cast<__mmask16>(nr >= 16 ? 0xffffu : (1u << nr) - 1u);
-  const __mmask16 m1 = static_cast<__mmask16>(nr >= 32 ? 0xffffu : nr <= 16 ? 0u : (1u << (nr - 16)) - 1u);
-  for (int i = 0; i < mr; ++i) {
-    float* ci = c + i * ldc;
-    __m512 r0 = _mm512_mul_ps(acc[i][0], va), r1 = _mm512_mul_ps(acc[i][1], va);
-    if (beta != 0.0f) {
-      r0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, ci), r0);
-      r1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, ci + 16), r1);
-    }
-    _mm512_mask_storeu_ps(ci, m0, r0);
-    _mm512_mask_storeu_ps(ci + 16, m1, r1);
-  }
+  store_8x32(acc, c, ldc, mr, nr, alpha, beta);
 }
 
 // ---- AVX-512 BF16: 8×32 tiles over pairs of bfloat16 along k. Each 32-bit lane of a packed panel holds
@@ -154,19 +161,7 @@ KILN_T512BF16 void ukr_avx512bf16(int64_t kcp, const uint32_t* a, const uint32_t
       acc[i][1] = _mm512_dpbf16_ps(acc[i][1], av, b1);
     }
   }
-  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  const __mmask16 m0 = static_cast<__mmask16>(nr >= 16 ? 0xffffu : (1u << nr) - 1u);
-  const __mmask16 m1 = static_cast<__mmask16>(nr >= 32 ? 0xffffu : nr <= 16 ? 0u : (1u << (nr - 16)) - 1u);
-  for (int i = 0; i < mr; ++i) {
-    float* ci = c + i * ldc;
-    __m512 r0 = _mm512_mul_ps(acc[i][0], va), r1 = _mm512_mul_ps(acc[i][1], va);
-    if (beta != 0.0f) {
-      r0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, ci), r0);
-      r1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, ci + 16), r1);
-    }
-    _mm512_mask_storeu_ps(ci, m0, r0);
-    _mm512_mask_storeu_ps(ci + 16, m1, r1);
-  }
+  store_8x32(acc, c, ldc, mr, nr, alpha, beta);
 }
 
 inline uint32_t pair(uint16_t lo, uint16_t hi) { return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16); }

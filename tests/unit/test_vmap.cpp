@@ -19,6 +19,7 @@
 
 #include "kiln/kiln.h"
 #include "primitives/vmap_rules.h"
+#include "unit/test_export_util.h"
 #include "unit/test_util.h"
 
 namespace {
@@ -456,6 +457,160 @@ TEST(VmapCoverage, EveryRowHasARuleOrADeclaredReason) {
     EXPECT_EQ(table.find(*def), nullptr) << name << " now has a rule: remove it from kNoRule";
     EXPECT_NE(table.reason(*def), nullptr) << name << " is in kNoRule but not declared in its family's vmap file";
   }
+}
+
+
+// ---- the API ----
+
+array loop_stack(const std::function<array(const array&)>& g, const array& x, int in_axis, int out_axis) {
+  std::vector<array> ys;
+  for (int b = 0; b < x.shape(in_axis); ++b) ys.push_back(g(take(x, b, in_axis)));
+  return stack(ys, out_axis);
+}
+
+TEST(VmapApi, UnaryOverload) {
+  auto g = [](const array& x) { return sum(exp(x), -1); };
+  array x = F({3, 4, 5});
+  expect_close(vmap(g)(x), loop_stack(g, x, 0, 0), 1e-5, 1e-6, "vmap(g)");
+  expect_close(vmap(g, 2, 1)(x), loop_stack(g, x, 2, 1), 1e-5, 1e-6, "vmap(g, 2, 1)");
+}
+
+TEST(VmapApi, BinaryOverloadMatchesLoop) {
+  auto h = [](const array& a, const array& b) { return matmul(a, b); };
+  array a = F({3, 2, 4}), b = F({4, 5, 3});  // a batched on axis 0, b on axis 2
+  std::vector<array> ys;
+  for (int i = 0; i < 3; ++i) ys.push_back(h(take(a, i, 0), take(b, i, 2)));
+  expect_close(vmap(h, 0, 2, 1)(a, b), stack(ys, 1), 1e-5, 1e-6, "vmap(h, 0, 2, 1)");
+}
+
+TEST(VmapApi, NestedVmap) {
+  // f: x (4, 5), w (5, 6) -> softmax(x w) gathered at a fixed index set.
+  auto f = [](const std::vector<array>& xs) {
+    array y = softmax(matmul(xs[0], xs[1]), -1);
+    return std::vector<array>{take(y, array({2, 0}), 1), sum(y, 0)};
+  };
+  array x = F({3, 4, 2, 5});  // outer batch on axis 0 (3), inner on axis 2 of the rest (2)
+  array w = F({5, 6});
+  auto inner = vmap(f, {1, -1}, {0, 1});
+  auto outer = vmap(inner, {0, -1}, {2, 0});
+  std::vector<array> got = outer({x, w});
+  for (int o = 0; o < 2; ++o) {
+    std::vector<array> outer_col;
+    for (int i = 0; i < 3; ++i) {
+      std::vector<array> inner_col;
+      array xi = take(x, i, 0);  // (4, 2, 5)
+      for (int j = 0; j < 2; ++j) inner_col.push_back(f({take(xi, j, 1), w})[o]);
+      outer_col.push_back(stack(inner_col, o == 0 ? 0 : 1));
+    }
+    expect_close(got[o], stack(outer_col, o == 0 ? 2 : 0), 1e-5, 1e-6, "nested output " + std::to_string(o));
+  }
+}
+
+TEST(VmapApi, OutputsThatDoNotDependOnMappedInputsAreRepeated) {
+  auto f = [](const std::vector<array>& xs) {
+    return std::vector<array>{multiply(xs[0], array(2.f)), add(xs[1], array(1.f)), xs[0]};
+  };
+  array x = F({3, 4}), y = F({2, 5});
+  auto got = vmap(f, {0, -1}, {0, 1, 1})({x, y});
+  expect_close(got[0], multiply(x, array(2.f)), 1e-6, 0, "mapped output");
+  expect_close(got[1], repeat(expand_dims(add(y, array(1.f)), 1), 3, 1), 1e-6, 0, "unmapped output");
+  expect_close(got[2], transpose(x), 0, 0, "an input returned as it is, moved to out axis 1");
+}
+
+TEST(VmapApi, ResultIsALazyGraphOfRows) {
+  // No evaluation during vmap: the result's graph is made of the rows themselves.
+  array x = F({3, 4, 5});
+  array y = vmap([](const array& a) { return sum(a, 0); }, 1, 0)(x);
+  ASSERT_TRUE(y.has_primitive());
+  EXPECT_TRUE(graph_has({y}, "Reduce"));
+  expect_close(y, sum(x, 0), 1e-5, 1e-6, "sum over the unbatched axis 0");
+}
+
+// ---- imported and exported functions ----
+
+TEST(VmapImport, BatchesAnImportedFunction) {
+  auto f = [](const Args& xs) {
+    array h = matmul(xs[0], xs[1]);
+    return std::vector<array>{sum(exp(h), -1), take(h, array({1, 0}), 1)};
+  };
+  for (bool shapeless : {false, true}) {
+    SCOPED_TRACE(shapeless ? "shapeless" : "shaped");
+    const std::string path = kiln_test::temp_file("vmap_import");
+    array x0 = F({3, 4}), w = F({4, 5});
+    export_function(path, f, {x0, w}, shapeless);
+    ImportedFunction imported = import_function(path);
+    Fn fn = [&imported](const std::vector<array>& xs) { return imported(Args(xs)); };
+    array x = F({6, 3, 4});  // batch on axis 2 below
+    array xt = moveaxis(x, 0, 2);
+    auto got = vmap(fn, {2, -1}, {0, 1})({xt, w});
+    for (int o = 0; o < 2; ++o) {
+      std::vector<array> col;
+      for (int b = 0; b < 6; ++b) col.push_back(f({take(x, b, 0), w})[o]);
+      expect_close(got[o], stack(col, o == 0 ? 0 : 1), 1e-5, 1e-6, "imported output " + std::to_string(o));
+    }
+    std::filesystem::remove(path);
+  }
+}
+
+TEST(VmapExport, ExportsAFunctionThatCallsVmap) {
+  auto per_example = [](const array& x) { return softmax(matmul(x, transpose(x)), -1); };
+  auto g = [&](const Args& xs) { return std::vector<array>{vmap(per_example, 1, 0)(xs[0])}; };
+  const std::string path = kiln_test::temp_file("vmap_export");
+  array x = F({4, 5, 3});
+  export_function(path, g, {x});
+  ImportedFunction imported = import_function(path);
+  array x2 = F({4, 5, 3});
+  auto got = imported({x2});
+  ASSERT_EQ(got.size(), 1u);
+  expect_close(got[0], loop_stack(per_example, x2, 1, 0), 1e-5, 1e-6, "exported vmap");
+  std::filesystem::remove(path);
+}
+
+// ---- errors ----
+
+TEST(VmapErrors, BadAxesAndSizes) {
+  auto id = [](const std::vector<array>& xs) { return xs; };
+  array x = F({3, 4}), y = F({2, 4});
+  EXPECT_EQ(message_of([&] { vmap(id, {0})({x, y}); }),
+            "[vmap] The number of in axes (1) must match the number of inputs (2).");
+  EXPECT_EQ(message_of([&] { vmap(id, {2})({x}); }), "[vmap] Axis 2 invalid for input with 2 dimensions.");
+  EXPECT_EQ(message_of([&] { vmap(id, {0, -2})({x, x}); }), "[vmap] Axis -2 invalid for input with 2 dimensions.");
+  EXPECT_EQ(message_of([&] { vmap(id, {0})({array(1.f)}); }), "[vmap] Cannot vmap an input with zero dimensions.");
+  EXPECT_EQ(message_of([&] { vmap(id, {0, 0})({x, y}); }), "[vmap] Inconsistent axis sizes: 2 and 3.");
+  EXPECT_EQ(message_of([&] { vmap(id, {0}, {0, 1})({x}); }),
+            "[vmap] The number of out axes (2) must match the number of outputs (1).");
+  EXPECT_EQ(message_of([&] { vmap(id, {0}, {2})({x}); }), "[vmap] Axis 2 invalid for output with 2 dimensions.");
+  EXPECT_EQ(message_of([&] { vmap(id, {-1}, {0}); }),
+            "[vmap] Input (or output) axes must be specified if output (or input) axes are.");
+  EXPECT_EQ(message_of([&] { vmap(id, {-1}, {-1})({x}); }), "At least one of in_axes must be non-None.");
+}
+
+TEST(VmapErrors, NonArrayOutputs) {
+  auto bad = [](const std::vector<array>&) { return std::vector<array>{array()}; };
+  EXPECT_EQ(message_of([&] { vmap(bad)({F({3})}); }),
+            "[vmap] The function returned an empty (default-constructed) array.");
+  auto id = [](const std::vector<array>& xs) { return xs; };
+  EXPECT_EQ(message_of([&] { vmap(id)({array()}); }), "[vmap] Input 0 is an empty (default-constructed) array.");
+}
+
+TEST(VmapErrors, RowsAndInputsWithoutRules) {
+  // A row declared without a rule names itself and the reason.
+  auto q = quantize(F({2, 8, 64}), 64, 4);
+  auto gq = [&](const array& x) {
+    return gather_qmm(x, q[0], q[1], q[2], array({0u}, uint32), array({1u}, uint32), true, 64, 4);
+  };
+  EXPECT_EQ(message_of([&] { vmap(gq)(F({3, 1, 2, 64})); }),
+            "[vmap] Primitive GatherQMM cannot be batched: GatherQMM::vmap NYI (MLX 0.30.1 has no batching rule for "
+            "it, nor kiln yet).");
+  // Rules that do not cover every mapped input say which.
+  EXPECT_EQ(message_of([&] {
+              vmap([](const array& x, const array& s) { return slice(x, s, {0}, {2}); }, -1, 0)(F({5}), I({3, 1}, 0, 3));
+            }),
+            "[DynamicSlice::vmap] vmap over start indices not yet supported.");
+  EXPECT_EQ(message_of([&] {
+              vmap([](const array& x, const array& v) { return pad(x, 1, reshape(v, {})); }, 0, 0)(F({3, 4}), F({3, 1}));
+            }),
+            "[vmap] Pad: a mapped pad value is not supported (the value must be shared by every example).");
 }
 
 }  // namespace

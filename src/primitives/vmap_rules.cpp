@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "kiln/ops/elementwise.h"
 #include "kiln/ops/shape.h"
 
 namespace kiln::vmap_rules {
@@ -116,6 +117,21 @@ Result leading_batch(const Args& a) {
   std::vector<size_t> all(a.inputs.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
   return leading_batch(a, all);
+}
+
+array fold_gathered(const array& x, bool mapped, int size) {
+  const Shape& s = x.shape();
+  const int r = static_cast<int>(s.size());
+  int count = 1;
+  for (int d = mapped ? 1 : 0; d < r - 2; ++d) count *= s[d];
+  return reshape(x, {mapped ? size * count : count, s[r - 2], s[r - 1]});
+}
+
+array offset_indices(const array& indices, bool mapped, int size, int count) {
+  if (!mapped) return indices;
+  Shape bs(indices.ndim(), 1);
+  bs[0] = size;
+  return add(indices, reshape(astype(multiply(arange(size), array(count)), indices.dtype()), bs));
 }
 
 void unsupported(const Args& a, const std::string& what) {

@@ -83,6 +83,12 @@ Result leading_batch(const Args& a, const std::vector<size_t>& batch_inputs);
 // The node's row rebuilt with `state` on `inputs`, output shapes from the row's rule and dtypes from
 // the node's specs; on the node's stream.
 std::vector<array> rebuild(const Args& a, State state, std::vector<array> inputs);
+// Gathered products (GatherMM, GatherQMM): `x` (an operand whose leading axes are gathered by `indices`)
+// with its examples' leading axes flattened into one axis of size * count matrices when `mapped` (count
+// of them each), and `indices` (batched in front, broadcast to `index_shape`) offset by e * count for
+// example e, so each example picks its own matrices.
+array fold_gathered(const array& x, bool mapped, int size);
+array offset_indices(const array& indices, bool mapped, int size, int count);
 // std::invalid_argument "[vmap] <what>" naming the row.
 [[noreturn]] void unsupported(const Args& a, const std::string& what);
 

@@ -29,30 +29,16 @@ Result leading(const Args& a) { return leading_batch(a); }
 // axes. The batch is folded into those axes: example e's indices are offset by e times the number of
 // matrices of its own operand.
 Result gather_mm_rule(const Args& a) {
-  std::vector<array> ops, idx;
-  const Shape ishape = [&] {
-    Shape s = a.node.inputs[2].shape();
-    s.insert(s.begin(), a.size);
-    return s;
-  }();
+  Shape ishape = a.node.inputs[2].shape();
+  ishape.insert(ishape.begin(), a.size);
+  std::vector<array> ins;
+  for (size_t i = 0; i < 2; ++i) ins.push_back(fold_gathered(a.front_or_same(i), a.mapped(i), a.size));
   for (size_t i = 0; i < 2; ++i) {
-    const Shape& s = a.node.inputs[i].shape();  // unbatched
-    const int m = s[s.size() - 2], k = s.back();
-    int count = 1;
-    for (size_t d = 0; d + 2 < s.size(); ++d) count *= s[d];
-    array x = a.mapped(i) ? reshape(a.front(i), {a.size * count, m, k}) : reshape(a.inputs[i], {count, m, k});
-    array ix = broadcast_to(a.front(2 + i), ishape);
-    if (a.mapped(i)) {
-      Shape bs(ishape.size(), 1);
-      bs[0] = a.size;
-      ix = add(ix, reshape(astype(multiply(arange(a.size), array(count)), ix.dtype()), bs));
-    }
-    ops.push_back(x);
-    idx.push_back(ix);
+    const int count = ins[i].shape(0) / (a.mapped(i) ? a.size : 1);
+    ins.push_back(offset_indices(broadcast_to(a.front(2 + i), ishape), a.mapped(i), a.size, count));
   }
   // Offsets keep each example's order but not the order across examples of an unmapped operand.
-  State st{false, false};
-  return {rebuild(a, st, {ops[0], ops[1], idx[0], idx[1]}), {0}};
+  return {rebuild(a, State{false, false}, ins), {0}};
 }
 
 }  // namespace

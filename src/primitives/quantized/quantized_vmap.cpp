@@ -29,12 +29,33 @@ Result quantized_matmul(const Args& a) {
   return {{reshape(y, o)}, {0}};
 }
 
+// GatherQMM(x, w, scales, [biases], lhs_indices, rhs_indices): as GatherMM (linalg_vmap.cpp), x's and the
+// quantized operand's batch axes are folded with the examples' and the indices offset per example; the
+// quantized operand's parts (w, scales, biases) are batched together.
+Result gather_qmm_rule(const Args& a) {
+  const size_t n = a.inputs.size(), li = n - 2, ri = n - 1;
+  Shape ishape = a.node.inputs[li].shape();
+  ishape.insert(ishape.begin(), a.size);
+  bool w_mapped = false;
+  for (size_t i = 1; i < li; ++i) w_mapped = w_mapped || a.mapped(i);
+  std::vector<array> ins{fold_gathered(a.front_or_same(0), a.mapped(0), a.size)};
+  for (size_t i = 1; i < li; ++i) ins.push_back(fold_gathered(w_mapped ? a.front(i) : a.inputs[i], w_mapped, a.size));
+  const int cx = ins[0].shape(0) / (a.mapped(0) ? a.size : 1);
+  const int cw = ins[1].shape(0) / (w_mapped ? a.size : 1);
+  ins.push_back(offset_indices(broadcast_to(a.front(li), ishape), a.mapped(0), a.size, cx));
+  ins.push_back(offset_indices(broadcast_to(a.front(ri), ishape), w_mapped, a.size, cw));
+  State st = a.state();
+  st.values[4] = false;  // the offsets keep each example's order, not the order across examples
+  st.values[5] = false;
+  return {rebuild(a, st, ins), {0}};
+}
+
 }  // namespace
 
 void register_vmap_quantized(RuleTable& t) {
   t.add("Quantize", quantize);
   t.add("QuantizedMatmul", quantized_matmul);
-  t.none("GatherQMM", "GatherQMM::vmap NYI (MLX 0.30.1 has no batching rule for it, nor kiln yet).");
+  t.add("GatherQMM", gather_qmm_rule);
 }
 
 }  // namespace kiln::vmap_rules

@@ -93,7 +93,6 @@ std::vector<array> rebuild(const Args& a, State state, std::vector<array> inputs
     throw std::logic_error("[vmap] " + def.name + ": the batched node has " + std::to_string(specs.size()) +
                            " outputs, the original " + std::to_string(a.node.specs.size()) + ".");
   }
-  for (size_t i = 0; i < specs.size(); ++i) specs[i].dtype = a.node.specs[i].dtype;
   return make_arrays(def, std::move(state), std::move(inputs), std::move(specs), a.node.stream);
 }
 

@@ -80,8 +80,8 @@ array align_front(const array& x, int rank);
 Result leading_batch(const Args& a);
 // The same, for the inputs listed in `batch_inputs` only (the others passed through unchanged).
 Result leading_batch(const Args& a, const std::vector<size_t>& batch_inputs);
-// The node's row rebuilt with `state` on `inputs`, output shapes from the row's rule and dtypes from
-// the node's specs; on the node's stream.
+// The node's row rebuilt with `state` on `inputs`, output shapes and dtypes from the row's rule (which
+// also validates them), on the node's stream.
 std::vector<array> rebuild(const Args& a, State state, std::vector<array> inputs);
 // Gathered products (GatherMM, GatherQMM): `x` (an operand whose leading axes are gathered by `indices`)
 // with its examples' leading axes flattened into one axis of size * count matrices when `mapped` (count

@@ -1,5 +1,6 @@
 // Batching rules of the shape family (vmap_rules.h): the batch axis goes to the front and the state's
 // axes and extents grow by one leading entry (the batch dimension, taken whole).
+#include "kiln/ops/elementwise.h"
 #include "kiln/ops/shape.h"
 #include "primitives/vmap_rules.h"
 
@@ -122,11 +123,18 @@ Result concatenate_rule(const Args& a) {
   return one(a, rebuild(a, st, ins));
 }
 
+// A mapped pad value: the array padded with any value, then each example's value written where the
+// padding is (a mask padded the same way says where the original elements are).
 Result pad_rule(const Args& a) {
-  if (a.mapped(1)) unsupported(a, "a mapped pad value is not supported (the value must be shared by every example)");
   State st = a.state();
   st.values[0] = plus_one(st.ints(0));
-  return one(a, rebuild(a, st, {a.front(0), a.inputs[1]}));
+  const array x = a.front(0);
+  if (!a.mapped(1)) return one(a, rebuild(a, st, {x, a.inputs[1]}));
+  const std::vector<int> axes(st.ints(0).begin(), st.ints(0).end());
+  array padded = pad(x, axes, st.ints(1), st.ints(2), zeros({}, x.dtype()));
+  array mask = pad(ones(x.shape(), bool_), axes, st.ints(1), st.ints(2), array(false));
+  const array v = align_front(reshape(a.front(1), {a.size}), static_cast<int>(padded.ndim()) - 1);
+  return one(a, {where(mask, padded, v)});
 }
 
 }  // namespace

@@ -198,6 +198,11 @@ std::vector<Case> cases() {
   unary("DynamicSlice", [](const array& x) { return slice(x, array({1}), {1}, {2, 2, 4}); });
   binary("DynamicSliceUpdate", [](const array& x, const array& u) { return slice_update(x, u, array({1}), {1}); },
          f(kS), f({2, 2, 4}));
+  // Mapped starts (out-of-range ones clamped, as the kernels do).
+  binary("DynamicSlice", [](const array& x, const array& s) { return slice(x, s, {1, 2}, {2, 2, 3}); }, f(kS),
+         ints({2}, -1, 4));
+  cs.push_back({"DynamicSliceUpdate", {f(kS), f({1, 2, 4}), ints({2}, -1, 3)},
+                three([](const array& x, const array& u, const array& s) { return slice_update(x, u, s, {0, 1}); })});
   cs.push_back({"Split", {f(kS)}, [](const std::vector<array>& x) { return split(x[0], 2, 2); }});
   binary("Concatenate", [](const array& a, const array& b) { return concatenate({a, b}, 1); }, f(kS), f({2, 2, 4}));
   unary("Pad", [](const array& x) { return pad(x, {{0, 1}, {1, 0}, {0, 0}}, array(2.f)); });
@@ -620,9 +625,11 @@ TEST(VmapErrors, RowsAndInputsWithoutRules) {
             "batching rule can be derived for it (call it on batched inputs instead).");
   // Rules that do not cover every mapped input say which.
   EXPECT_EQ(message_of([&] {
-              vmap([](const array& x, const array& s) { return slice(x, s, {0}, {2}); }, -1, 0)(F({5}), I({3, 1}, 0, 3));
+              vmap([](const array& q, const array& k) {
+                return fast::rope(q, 4, false, std::nullopt, 1.f, 0, k);
+              })(F({3, 1, 1, 2, 4}), F({3, 2}));
             }),
-            "[DynamicSlice::vmap] vmap over start indices not yet supported.");
+            "[vmap] RoPE: mapped frequencies are not supported in kiln yet.");
 
 }
 

@@ -1,6 +1,9 @@
 // Batching rules of the shape family (vmap_rules.h): the batch axis goes to the front and the state's
 // axes and extents grow by one leading entry (the batch dimension, taken whole).
+#include <algorithm>
+
 #include "kiln/ops/elementwise.h"
+#include "kiln/ops/index.h"
 #include "kiln/ops/shape.h"
 #include "primitives/vmap_rules.h"
 
@@ -92,21 +95,55 @@ Result slice_rule(const Args& a) { return one(a, rebuild(a, slice_state(a), {a.f
 
 Result slice_update_rule(const Args& a) { return one(a, rebuild(a, slice_state(a), {a.front(0), a.front(1)})); }
 
-Result dynamic_slice_rule(const Args& a) {
-  if (a.mapped(1)) throw std::invalid_argument("[DynamicSlice::vmap] vmap over start indices not yet supported.");
-  State st = a.state();
-  st.values[0] = plus_one(st.ints(0));
-  st.values[1] = lead(st.ints(1), a.size);
-  return one(a, rebuild(a, st, {a.front(0), a.inputs[1]}));
+// Each example's start, one column per sliced axis, read as signed and clamped so the window fits (as
+// the kernels do): one (B,) int32 array per sliced axis, for windows of `window` in arrays of `shape`.
+std::vector<array> example_starts(const Args& a, size_t start_input, const Shape& shape, const Shape& window) {
+  const auto& axes = a.state().ints(0);
+  const int n = static_cast<int>(axes.size());
+  array st = astype(a.front(start_input), int64);
+  st = broadcast_to(reshape(st, {a.size, st.ndim() == 1 ? 1 : static_cast<int>(st.shape(1))}), {a.size, n});
+  std::vector<array> out;
+  for (int j = 0; j < n; ++j) {
+    const int64_t hi = std::max<int64_t>(shape[axes[j]] - window[axes[j]], 0);
+    array col = reshape(slice(st, {0, j}, {a.size, j + 1}), {a.size});
+    out.push_back(astype(minimum(maximum(col, array(int64_t{0})), array(hi)), int32));
+  }
+  return out;
 }
 
-Result dynamic_slice_update_rule(const Args& a) {
-  if (a.mapped(2)) {
-    throw std::invalid_argument("[DynamicSliceUpdate::vmap] vmap over start indices not yet supported.");
-  }
+// A mapped start: the windows are gathered (each example's array at its own start), with arange(B)
+// selecting the example.
+Result dynamic_slice_rule(const Args& a) {
   State st = a.state();
-  st.values[0] = plus_one(st.ints(0));
-  return one(a, rebuild(a, st, {a.front(0), a.front(1), a.inputs[2]}));
+  const Shape& window = st.ints(1);
+  if (!a.mapped(1)) {
+    st.values[0] = plus_one(st.ints(0));
+    st.values[1] = lead(st.ints(1), a.size);
+    return one(a, rebuild(a, st, {a.front(0), a.inputs[1]}));
+  }
+  const Shape& shape = a.node.inputs[0].shape();
+  std::vector<array> idx{astype(arange(a.size), int32)};
+  for (array& s : example_starts(a, 1, shape, window)) idx.push_back(s);
+  std::vector<int> axes{0};
+  for (int ax : st.ints(0)) axes.push_back(ax + 1);
+  Shape sizes = lead(window, 1);
+  return one(a, {squeeze(gather(a.front(0), idx, axes, sizes), 1)});
+}
+
+// A mapped start: each example's update scattered at its own start (arange(B) selecting the example).
+Result dynamic_slice_update_rule(const Args& a) {
+  State st = a.state();
+  if (!a.mapped(2)) {
+    st.values[0] = plus_one(st.ints(0));
+    return one(a, rebuild(a, st, {a.front(0), a.front(1), a.inputs[2]}));
+  }
+  const Shape& shape = a.node.inputs[0].shape();
+  const Shape& window = a.node.inputs[1].shape();
+  std::vector<array> idx{astype(arange(a.size), int32)};
+  for (array& s : example_starts(a, 2, shape, window)) idx.push_back(s);
+  std::vector<int> axes{0};
+  for (int ax : st.ints(0)) axes.push_back(ax + 1);
+  return one(a, {scatter(a.front(0), idx, expand_dims(a.front(1), 1), axes)});
 }
 
 Result split_rule(const Args& a) {

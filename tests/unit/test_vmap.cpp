@@ -304,6 +304,10 @@ std::vector<Case> cases() {
                 three([](const array& q, const array& k, const array& v) {
                   return fast::scaled_dot_product_attention(q, k, v, 0.5f, "causal");
                 }), 1e-4, 1e-5});
+  cs.push_back({"ScaledDotProductAttention", {f({2, 4, 3, 4}), f({2, 2, 5, 4}), f({2, 2, 5, 4}), f({4, 3, 5}), f({4})},
+                [](const std::vector<array>& x) {
+                  return fast::detail::scaled_dot_product_attention_with_lse(x[0], x[1], x[2], 0.5f, "", x[3], x[4]);
+                }, 1e-4, 1e-5});
   // misc
   cs.push_back({"Depends", {f(kS), f({4})}, [](const std::vector<array>& x) { return depends({x[0]}, {x[1]}); }});
   return cs;

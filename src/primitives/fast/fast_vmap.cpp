@@ -5,7 +5,8 @@
 // per-example scale (and shift) is applied after. Their VJP rows sum the parameter gradients over all
 // rows, so the batched parameter gradients are summed per example with kiln's ops, and dx comes from the
 // row with the weight folded into the cotangent. RoPE and ScaledDotProductAttention merge the batch
-// into their first axis (RoPE's per-entry offsets are repeated accordingly).
+// into their first axis (RoPE's per-entry offsets are repeated accordingly; attention with mapped sinks
+// merges it into the heads).
 #include <optional>
 
 #include "kiln/fast.h"
@@ -117,29 +118,40 @@ Result rope_rule(const Args& a) {
   return {{reshape(y, with_batch(a.node.specs[0].shape, a.size))}, {0}};
 }
 
+// q, k, v (and the mask, broadcast to the scores' shape) have the batch merged into their first axis.
+// Mapped sinks (one logit per head and example) merge it into the heads instead: head h of example e
+// becomes head e * H + h, and its kv head e * H_kv + h / (H / H_kv) is the merged kv head of that
+// example, so grouped-query attention pairs the same heads.
 Result sdpa_rule(const Args& a) {
   const bool has_sinks = a.state().b(3);
   const size_t n_in = a.inputs.size();
-  if (has_sinks && a.mapped(n_in - 1)) unsupported(a, "mapped sinks are not supported in kiln yet");
-  const auto merge = [&](const array& t) {
-    Shape s(t.shape().begin() + 1, t.shape().end());
-    s[0] *= a.size;
+  const bool has_mask = n_in - 3 - (has_sinks ? 1 : 0) == 1;
+  const bool by_heads = has_sinks && a.mapped(n_in - 1);
+  const int axis = by_heads ? 1 : 0;  // the axis the batch merges into
+  // t (B, N, H, ...) -> (B * N, H, ...) or (N, B * H, ...).
+  const auto merge = [&](array t) {
+    if (by_heads) t = swapaxes(t, 0, 1);  // (N, B, H, ...)
+    Shape s = t.shape();
+    s[axis + 1] *= s[axis];
+    s.erase(s.begin() + axis);
     return reshape(t, s);
   };
   std::vector<array> ins{merge(a.front(0)), merge(a.front(1)), merge(a.front(2))};
-  if (n_in - 3 - (has_sinks ? 1 : 0) == 1) {
+  if (has_mask) {
     const Shape& q = a.node.inputs[0].shape();
     const Shape& k = a.node.inputs[1].shape();
     Shape scores{a.size, q[0], q[1], q[2], k[2]};
     array m = a.mapped(3) ? align_front(a.front(3), 4) : a.inputs[3];
     ins.push_back(merge(broadcast_to(m, scores)));
   }
-  if (has_sinks) ins.push_back(a.inputs[n_in - 1]);
+  if (has_sinks) ins.push_back(by_heads ? flatten(a.front(n_in - 1)) : a.inputs[n_in - 1]);
   std::vector<array> ys = rebuild(a, a.state(), ins);
   Result r;
   for (size_t i = 0; i < ys.size(); ++i) {
-    r.outputs.push_back(reshape(ys[i], with_batch(a.node.specs[i].shape, a.size)));
-    r.axes.push_back(0);
+    Shape s = a.node.specs[i].shape;
+    s.insert(s.begin() + axis, a.size);
+    r.outputs.push_back(reshape(ys[i], s));
+    r.axes.push_back(axis);
   }
   return r;
 }

@@ -296,6 +296,15 @@ std::vector<Case> cases() {
          f({2, 3, 5, 4}), ints({}, 0, 8));
   binary("RoPE", [](const array& x, const array& off) { return fast::rope(x, 4, true, 10000.f, 1.f, off); },
          f({2, 3, 5, 4}), ints({2}, 0, 8));
+  // Mapped frequencies (written with ops), both layouts, both directions, part of the features rotated.
+  cs.push_back({"RoPE", {f({2, 3, 5, 8}), ints({2}, 0, 8), f({2}, 0.5f, 4)},
+                three([](const array& x, const array& off, const array& fr) {
+                  return fast::rope(x, 4, false, std::nullopt, 0.5f, off, fr);
+                }), 1e-4, 1e-5});
+  cs.push_back({"RoPE", {f({2, 3, 5, 8}), ints({}, 0, 8), f({4}, 0.5f, 4)},
+                three([](const array& x, const array& off, const array& fr) {
+                  return fast::detail::rope(x, 8, true, 0.f, 1.f, off, fr, false);
+                }), 1e-4, 1e-5});
   cs.push_back({"ScaledDotProductAttention", {f({1, 2, 3, 4}), f({1, 2, 5, 4}), f({1, 2, 5, 4}), f({3, 5})},
                 [](const std::vector<array>& x) {
                   return std::vector<array>{fast::scaled_dot_product_attention(x[0], x[1], x[2], 0.5f, "", x[3])};
@@ -628,13 +637,11 @@ TEST(VmapErrors, RowsAndInputsWithoutRules) {
             "[vmap] Primitive CustomKernel cannot be batched: a custom kernel's source is opaque to kiln, so no "
             "batching rule can be derived for it (call it on batched inputs instead).");
   // Rules that do not cover every mapped input say which.
+  array seqs = stack({C({6}), C({6})}, 0);
   EXPECT_EQ(message_of([&] {
-              vmap([](const array& q, const array& k) {
-                return fast::rope(q, 4, false, std::nullopt, 1.f, 0, k);
-              })(F({3, 1, 1, 2, 4}), F({3, 2}));
+              vmap([](const array& sq, const array& v) { return searchsorted(sq, v); }, 0, -1)(seqs, C({3}));
             }),
-            "[vmap] RoPE: mapped frequencies are not supported in kiln yet.");
-
+            "[vmap] SearchSorted: a mapped sorted sequence of complex values is not supported in kiln yet.");
 }
 
 }  // namespace

@@ -5,8 +5,8 @@
 // per-example scale (and shift) is applied after. Their VJP rows sum the parameter gradients over all
 // rows, so the batched parameter gradients are summed per example with kiln's ops, and dx comes from the
 // row with the weight folded into the cotangent. RoPE and ScaledDotProductAttention merge the batch
-// into their first axis (RoPE's per-entry offsets are repeated accordingly; attention with mapped sinks
-// merges it into the heads).
+// into their first axis (RoPE's per-entry offsets are repeated accordingly; RoPE with mapped frequencies
+// is written with kiln's ops; attention with mapped sinks merges the batch into the heads).
 #include <optional>
 
 #include "kiln/fast.h"
@@ -100,8 +100,58 @@ Result layer_norm_vjp_rule(const Args& a) {
 
 // x (B, N, ..., L, D) becomes (B * N, ..., L, D); the offset, a scalar or one per entry of N, becomes one
 // per entry of B * N unless it is a shared scalar.
+// x[..., start:stop:step] along the last axis.
+array last_axis_slice(const array& x, int start, int stop, int step) {
+  const int nd = static_cast<int>(x.ndim());
+  Shape b(nd, 0), e = x.shape(), st(nd, 1);
+  b[nd - 1] = start;
+  e[nd - 1] = stop;
+  st[nd - 1] = step;
+  return slice(x, b, e, st);
+}
+
+// RoPE with mapped frequencies (the row shares one set between all rows): the rotation written with
+// kiln's ops. Angle (offset + position) * scale / freq, per example, position along axis -2.
+Result rope_mapped_freqs(const Args& a) {
+  const State& st = a.state();
+  const int dims = st.i(1), half = dims / 2;
+  const bool traditional = st.b(2), forward = st.b(5);
+  const float scale = st.f(4);
+  const array x = a.front(0);  // (B, N, ..., L, D)
+  const int nd = static_cast<int>(x.ndim());
+  const int L = x.shape(nd - 2);
+  // Offsets as (B | 1, N | 1, 1, ..., 1).
+  array off = astype(a.mapped(1) ? a.front(1) : expand_dims(a.inputs[1], 0), float32);
+  if (off.ndim() == 1) off = expand_dims(off, 1);
+  Shape os(nd, 1);
+  os[0] = off.shape(0);
+  os[1] = off.shape(1);
+  off = reshape(off, os);
+  Shape ts(nd, 1);
+  ts[nd - 2] = L;
+  array pos = multiply(add(reshape(astype(arange(L), float32), ts), off), array(scale));
+  Shape fs(nd, 1);
+  fs[0] = a.size;
+  fs[nd - 1] = half;
+  array theta = multiply(pos, reshape(reciprocal(a.front(2)), fs));  // (B, N | 1, ..., L, half)
+  const array c = astype(cos(theta), x.dtype()), s = astype(sin(theta), x.dtype());
+  const array x1 = traditional ? last_axis_slice(x, 0, dims, 2) : last_axis_slice(x, 0, half, 1);
+  const array x2 = traditional ? last_axis_slice(x, 1, dims, 2) : last_axis_slice(x, half, dims, 1);
+  array o1 = forward ? subtract(multiply(x1, c), multiply(x2, s)) : add(multiply(x1, c), multiply(x2, s));
+  array o2 = forward ? add(multiply(x1, s), multiply(x2, c)) : subtract(multiply(x2, c), multiply(x1, s));
+  array rotated = traditional ? reshape(stack({o1, o2}, -1), [&] {
+    Shape r = o1.shape();
+    r.back() = dims;
+    return r;
+  }())
+                              : concatenate({o1, o2}, -1);
+  const int D = x.shape(nd - 1);
+  if (dims < D) rotated = concatenate({rotated, last_axis_slice(x, dims, D, 1)}, -1);
+  return {{rotated}, {0}};
+}
+
 Result rope_rule(const Args& a) {
-  if (a.inputs.size() == 3 && a.mapped(2)) unsupported(a, "mapped frequencies are not supported in kiln yet");
+  if (a.inputs.size() == 3 && a.mapped(2)) return rope_mapped_freqs(a);
   array x = a.front(0);
   const Shape xs = x.shape();
   const int n = xs[1];

@@ -1,0 +1,108 @@
+// Derivative rules of the linear-algebra rows (autodiff_rules.h): Matmul, AddMM, Hadamard. MLX 0.30.1
+// differentiates none of the decompositions (QRF, SVD, Inverse, Cholesky, Eig, Eigh, LUF): they are
+// declared not differentiable here too.
+#include "kiln/ops.h"
+#include "primitives/autodiff_rules.h"
+
+namespace kiln {
+
+namespace {
+
+using detail::autodiff::Application;
+using detail::autodiff::RuleTable;
+using detail::autodiff::tangent_of;
+using detail::autodiff::unbroadcast;
+using Arrays = std::vector<array>;
+using Ints = std::vector<int>;
+
+array mT(const array& a, StreamOrDevice s) { return swapaxes(a, -1, -2, s); }
+
+// The cotangent of a @ b for input k (0: a, 1: b), reduced over broadcast batch dimensions.
+array product_vjp(const Application& app, const array& g, int k) {
+  const array& a = app.inputs[0];
+  const array& b = app.inputs[1];
+  auto s = app.s();
+  array r = k == 0 ? matmul(g, mT(b, s), s) : matmul(mT(a, s), g, s);
+  return unbroadcast(r, app.inputs[k].shape(), s);
+}
+
+// ta @ b + a @ tb over the inputs that have tangents.
+array product_jvp(const Application& app, const Arrays& tan, const Ints& argnums) {
+  array ta = tangent_of(tan, argnums, 0), tb = tangent_of(tan, argnums, 1);
+  array acc;
+  if (ta.valid()) acc = matmul(ta, app.inputs[1], app.s());
+  if (tb.valid()) {
+    array t = matmul(app.inputs[0], tb, app.s());
+    acc = acc.valid() ? add(acc, t, app.s()) : t;
+  }
+  return acc;
+}
+
+Arrays matmul_vjp(const Application& app, const Arrays& cot, const Ints& argnums) {
+  Arrays out;
+  for (int k : argnums) out.push_back(product_vjp(app, cot[0], k));
+  return out;
+}
+Arrays matmul_jvp(const Application& app, const Arrays& tan, const Ints& argnums) {
+  return {product_jvp(app, tan, argnums)};
+}
+
+// AddMM(a, b, c) = alpha a @ b + beta c.
+Arrays addmm_vjp(const Application& app, const Arrays& cot, const Ints& argnums) {
+  const float alpha = app.state().f(0), beta = app.state().f(1);
+  const Dtype t = app.outputs[0].dtype();
+  auto s = app.s();
+  Arrays out;
+  for (int k : argnums) {
+    if (k == 2) {
+      out.push_back(unbroadcast(multiply(array(beta, t), cot[0], s), app.inputs[2].shape(), s));
+    } else {
+      out.push_back(product_vjp(app, multiply(array(alpha, t), cot[0], s), k));
+    }
+  }
+  return out;
+}
+Arrays addmm_jvp(const Application& app, const Arrays& tan, const Ints& argnums) {
+  const float alpha = app.state().f(0), beta = app.state().f(1);
+  const Dtype t = app.outputs[0].dtype();
+  auto s = app.s();
+  array acc;
+  Ints mm;
+  Arrays mm_tan;
+  for (size_t j = 0; j < argnums.size(); ++j) {
+    if (argnums[j] < 2) {
+      mm.push_back(argnums[j]);
+      mm_tan.push_back(tan[j]);
+    }
+  }
+  if (!mm.empty()) acc = multiply(array(alpha, t), product_jvp(app, mm_tan, mm), s);
+  array tc = tangent_of(tan, argnums, 2);
+  if (tc.valid()) {
+    array c = multiply(array(beta, t), tc, s);
+    acc = acc.valid() ? add(acc, c, s) : broadcast_to(c, app.outputs[0].shape(), s);
+  }
+  return {acc};
+}
+
+// The (scaled) Walsh-Hadamard matrix is symmetric: the transform is its own transpose.
+Arrays hadamard_vjp(const Application& app, const Arrays& cot, const Ints&) {
+  return {hadamard_transform(cot[0], app.state().f(0), app.s())};
+}
+Arrays hadamard_jvp(const Application& app, const Arrays& tan, const Ints&) {
+  return {hadamard_transform(tan[0], app.state().f(0), app.s())};
+}
+
+}  // namespace
+
+namespace primitives {
+void register_linalg_grad(RuleTable& t) {
+  t.add("Matmul", matmul_vjp, matmul_jvp);
+  t.add("AddMM", addmm_vjp, addmm_jvp);
+  t.add("Hadamard", hadamard_vjp, hadamard_jvp);
+  for (const char* r : {"QRF", "SVD", "Inverse", "Cholesky", "Eig", "Eigh", "LUF"}) {
+    t.none(r, "a decomposition; MLX 0.30.1 has no vjp or jvp for it");
+  }
+}
+}  // namespace primitives
+
+}  // namespace kiln

@@ -71,4 +71,31 @@ inline std::function<array(const array&)> grad(const std::function<array(const a
   return [fn](const array& input) { return fn(input).second; };
 }
 
+// A function that computes like `fun` but whose derivatives are the given rules: `fun_vjp(primals,
+// cotangents, outputs)` returns one cotangent per primal; `fun_jvp(primals, tangents, argnums)` one
+// tangent per output (`tangents` are those of the primals named by `argnums`); `fun_vmap(inputs, axes)`
+// is kept for the batching transform. A missing rule is computed from `fun` itself. With no rule at
+// all, returns `fun`.
+using CustomVjpFn = std::function<std::vector<array>(const std::vector<array>& primals,
+                                                     const std::vector<array>& cotangents,
+                                                     const std::vector<array>& outputs)>;
+using CustomJvpFn = std::function<std::vector<array>(const std::vector<array>& primals,
+                                                     const std::vector<array>& tangents,
+                                                     const std::vector<int>& argnums)>;
+using CustomVmapFn = std::function<std::pair<std::vector<array>, std::vector<int>>(const std::vector<array>& inputs,
+                                                                                   const std::vector<int>& axes)>;
+std::function<std::vector<array>(const std::vector<array>&)> custom_function(
+    std::function<std::vector<array>(const std::vector<array>&)> fun,
+    std::optional<CustomVjpFn> fun_vjp = std::nullopt, std::optional<CustomJvpFn> fun_jvp = std::nullopt,
+    std::optional<CustomVmapFn> fun_vmap = std::nullopt);
+
+// `fun` whose vjp is `fun_vjp` (custom_function with only a vjp rule).
+std::function<std::vector<array>(const std::vector<array>&)> custom_vjp(
+    std::function<std::vector<array>(const std::vector<array>&)> fun, CustomVjpFn fun_vjp);
+
+// `fun` that keeps none of its intermediates for reverse mode: its vjp calls `fun` again (after the
+// outputs are computed) and differentiates that.
+std::function<std::vector<array>(const std::vector<array>&)> checkpoint(
+    std::function<std::vector<array>(const std::vector<array>&)> fun);
+
 }  // namespace kiln

@@ -74,6 +74,21 @@ class RuleTable {
 // The table, built on first use from every family's register_<family>_grad.
 const RuleTable& rules();
 
+// The user's rules of a CustomTransforms node (custom_function), held in its Node::extra. `vmap` is
+// kept for the batching transform.
+struct CustomRules {
+  size_t num_outputs = 0;
+  std::function<std::vector<array>(const std::vector<array>& primals, const std::vector<array>& cotangents,
+                                   const std::vector<array>& outputs)>
+      vjp;
+  std::function<std::vector<array>(const std::vector<array>& primals, const std::vector<array>& tangents,
+                                   const std::vector<int>& argnums)>
+      jvp;
+  std::function<std::pair<std::vector<array>, std::vector<int>>(const std::vector<array>& inputs,
+                                                                const std::vector<int>& axes)>
+      vmap;
+};
+
 // ---- helpers the families' rules share ----
 
 // `g` summed down to `shape` (undoing NumPy broadcasting: leading axes dropped, size-1 axes kept).

@@ -330,6 +330,64 @@ ValueAndGradFn value_and_grad(const Fn& fun, const std::vector<int>& argnums) {
   };
 }
 
+Fn custom_function(Fn fun, std::optional<CustomVjpFn> fun_vjp, std::optional<CustomJvpFn> fun_jvp,
+                   std::optional<CustomVmapFn> fun_vmap) {
+  if (!fun_vjp && !fun_jvp && !fun_vmap) return fun;
+  auto rules = std::make_shared<detail::autodiff::CustomRules>();
+  rules->vjp = fun_vjp ? *fun_vjp : CustomVjpFn([fun](const std::vector<array>& primals,
+                                                      const std::vector<array>& cotangents,
+                                                      const std::vector<array>&) {
+    return vjp(fun, primals, cotangents).second;
+  });
+  rules->jvp = fun_jvp ? *fun_jvp : CustomJvpFn([fun](const std::vector<array>& primals,
+                                                      const std::vector<array>& tangents,
+                                                      const std::vector<int>& argnums) {
+    std::vector<array> all;
+    for (int i = 0, j = 0; i < static_cast<int>(primals.size()); ++i) {
+      if (j < static_cast<int>(argnums.size()) && argnums[j] == i) {
+        all.push_back(tangents[j++]);
+      } else {
+        all.push_back(zeros_like(primals[i], stream_of(primals[i])));
+      }
+    }
+    return jvp(fun, primals, all).second;
+  });
+  if (fun_vmap) rules->vmap = *fun_vmap;
+  return [fun, rules](const std::vector<array>& args) {
+    std::vector<array> outputs = fun(args);
+    if (outputs.empty()) throw std::invalid_argument("[custom_function] The function must return at least one array.");
+    std::vector<ArraySpec> specs;
+    for (auto& out : outputs) {
+      if (!out.valid()) {
+        throw std::invalid_argument("[custom_function] The function returned an empty (default-constructed) array.");
+      }
+      out = stop_gradient(out, stream_of(out));
+      specs.push_back({out.shape(), out.dtype()});
+    }
+    // One node per call: the rules are shared, the output count is this call's.
+    auto call_rules = std::make_shared<detail::autodiff::CustomRules>(*rules);
+    call_rules->num_outputs = outputs.size();
+    std::vector<array> inputs = args;
+    inputs.insert(inputs.end(), outputs.begin(), outputs.end());
+    static const PrimitiveDef& def = registry::get("CustomTransforms");
+    Stream s = std::get<Stream>(stream_of(outputs[0]));
+    std::vector<array> result = make_arrays(def, {}, std::move(inputs), std::move(specs), s);
+    result[0].node()->extra = call_rules;
+    return result;
+  };
+}
+
+Fn custom_vjp(Fn fun, CustomVjpFn fun_vjp) { return custom_function(std::move(fun), std::move(fun_vjp)); }
+
+Fn checkpoint(Fn fun) {
+  CustomVjpFn again = [fun](const std::vector<array>& primals, const std::vector<array>& cotangents,
+                            const std::vector<array>& outputs) {
+    // The outputs as a dependency of the primals: the recomputation runs after the forward pass.
+    return vjp(fun, depends(primals, outputs), cotangents).second;
+  };
+  return custom_vjp(std::move(fun), std::move(again));
+}
+
 SimpleValueAndGradFn value_and_grad(const std::function<array(const std::vector<array>&)>& fun,
                                     const std::vector<int>& argnums) {
   auto vg = value_and_grad([fun](const std::vector<array>& in) { return std::vector<array>{fun(in)}; }, argnums);

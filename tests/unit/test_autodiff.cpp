@@ -327,3 +327,96 @@ TEST(AutodiffTransforms, ExportedTrainingStepRunsFromTheFile) {
 }
 
 }  // namespace
+
+namespace {
+
+// ---- custom rules ----
+
+TEST(AutodiffCustom, CustomVjpReplacesTheRule) {
+  auto f = mx::custom_vjp([](const A& x) { return A{mx::sin(x[0])}; },
+                          [](const A&, const A& cot, const A&) { return A{cot[0] * 2.0f}; });
+  array x({0.5f, 1.f});
+  auto [outs, g] = mx::vjp(f, {x}, {mx::ones({2})});
+  expect_close(outs[0], {std::sin(0.5), std::sin(1.0)});
+  expect_close(g[0], {2, 2});
+  // Forward mode still differentiates the function itself.
+  auto [o, t] = mx::jvp(f, {x}, {mx::ones({2})});
+  expect_close(t[0], {std::cos(0.5), std::cos(1.0)});
+  // grad through it, with a second argument the rule ignores being wrong about
+  auto loss = [&f](const A& in) { return mx::sum(f({in[0]})[0] * in[1]); };
+  auto gs = mx::grad(loss, std::vector<int>{0, 1})({x, array({3.f, 4.f})});
+  expect_close(gs[0], {6, 8});
+  expect_close(gs[1], {std::sin(0.5), std::sin(1.0)});
+}
+
+TEST(AutodiffCustom, CustomFunctionWithJvpAndOutputs) {
+  // The rules see the primals and (vjp) the outputs.
+  auto f = mx::custom_function(
+      [](const A& x) { return A{mx::exp(x[0]), x[0] * x[1]}; },
+      [](const A& p, const A& cot, const A& outs) { return A{cot[0] * outs[0] + cot[1] * p[1], cot[1] * p[0]}; },
+      [](const A& p, const A& tan, const std::vector<int>& argnums) {
+        array t0 = mx::zeros_like(p[0]), t1 = mx::zeros_like(p[0]);
+        for (size_t j = 0; j < argnums.size(); ++j) {
+          if (argnums[j] == 0) {
+            t0 = t0 + tan[j] * mx::exp(p[0]) * 10.0f;  // deliberately scaled: the custom rule is used
+            t1 = t1 + tan[j] * p[1];
+          } else {
+            t1 = t1 + tan[j] * p[0];
+          }
+        }
+        return A{t0, t1};
+      });
+  array a({0.f, 1.f}), b({2.f, 3.f});
+  auto [outs, g] = mx::vjp(f, {a, b}, {mx::ones({2}), mx::ones({2})});
+  expect_close(g[0], {1 + 2, std::exp(1.0) + 3});
+  expect_close(g[1], {0, 1});
+  auto [o, t] = mx::jvp(f, {a, b}, {mx::ones({2}), mx::zeros({2})});
+  expect_close(t[0], {10, 10 * std::exp(1.0)}, 1e-4);
+  expect_close(t[1], {2, 3});
+  EXPECT_EQ(message_of([&] { mx::custom_function([](const A&) { return A{}; }, std::nullopt, std::nullopt,
+                                                 mx::CustomVmapFn([](const A& i, const std::vector<int>& ax) {
+                                                   return std::make_pair(i, ax);
+                                                 }))({a}); }),
+            "[custom_function] The function must return at least one array.");
+}
+
+TEST(AutodiffCustom, WrongVjpResultCount) {
+  auto f = mx::custom_vjp([](const A& x) { return A{x[0] * x[1]}; },
+                          [](const A&, const A& cot, const A&) { return A{cot[0]}; });
+  EXPECT_EQ(message_of([&] { mx::vjp(f, {mx::ones({2}), mx::ones({2})}, {mx::ones({2})}); }),
+            "[custom_vjp] The vjp function returned 1 arrays for a function of 2 inputs.");
+}
+
+TEST(AutodiffCustom, CheckpointRecomputes) {
+  auto body = [](const A& x) { return A{mx::tanh(mx::matmul(x[0], x[1]))}; };
+  auto ck = mx::checkpoint(body);
+  array a = mx::reshape(mx::arange(6.0, mx::float32), {2, 3}) * 0.1f, w = mx::ones({3, 2}) * 0.2f;
+  auto loss = [](const std::function<A(const A&)>& f) {
+    return [f](const A& in) { return mx::sum(mx::square(f(in)[0])); };
+  };
+  auto g_ck = mx::grad(loss(ck), std::vector<int>{0, 1})({a, w});
+  auto g = mx::grad(loss(body), std::vector<int>{0, 1})({a, w});
+  // The gradient's graph recomputes the body after a Depends on the forward outputs (checked before
+  // evaluation, which drops the graph).
+  auto rows = autodiff_test::rows_in(g_ck);
+  EXPECT_NE(std::find(rows.begin(), rows.end(), "Depends"), rows.end());
+  expect_close(g_ck[0], vals<double>(g[0]));
+  expect_close(g_ck[1], vals<double>(g[1]));
+  // The value is unchanged.
+  expect_close(ck({a, w})[0], vals<double>(body({a, w})[0]));
+}
+
+TEST(AutodiffCustom, ExportOfACustomFunction) {
+  // The node forwards its outputs in an export (it is not in MLX's serializer table), and the file
+  // computes the function's values.
+  const std::string path = kiln_test::temp_file("ad_custom");
+  auto f = mx::custom_vjp([](const A& x) { return A{mx::sin(x[0]) * 3.0f}; },
+                          [](const A&, const A& cot, const A&) { return A{cot[0]}; });
+  array x({0.25f, 0.5f});
+  mx::export_function(path, [&f](const mx::Args& a) { return f(a); }, {x});
+  auto imported = mx::import_function(path);
+  expect_close(imported({x})[0], {3 * std::sin(0.25), 3 * std::sin(0.5)});
+  std::filesystem::remove(path);
+}
+
+}  // namespace

@@ -324,6 +324,16 @@ std::vector<Case> build() {
                  return A{d[0] * d[1]};
                },
                {rnd({2, 3}, -1, 1), rnd({2, 3}, -1, 1)}});
+  c.push_back({"CustomTransforms", "custom_vjp with the true rule (jvp from the function)",
+               [](const A& x) {
+                 static const auto f = mx::custom_vjp(
+                     [](const A& in) { return A{mx::sin(in[0]) * in[1], in[1] * 2.0}; },
+                     [](const A& p, const A& cot, const A&) {
+                       return A{cot[0] * mx::cos(p[0]) * p[1], cot[0] * mx::sin(p[0]) + cot[1] * 2.0};
+                     });
+                 return f(x);
+               },
+               {rnd({2, 3}, -1, 1, mx::float32), rnd({2, 3}, -1, 1, mx::float32)}, 1e-2});
   return c;
 }
 

@@ -30,7 +30,6 @@ const std::map<std::string, std::string> kNoRuleYet = {
     {"FFT", "not written yet (MLX: an FFT in the other direction, with real-FFT scaling)"},
     {"MaskedScatter", "not written yet (MLX: the values' cotangent is the masked cotangent in order)"},
     {"BlockMaskedMM", "not written yet (MLX: vjp only, masked products of the cotangent)"},
-    {"GatherMM", "not written yet (MLX: vjp only, gathered products scattered back)"},
     {"GatherQMM", "not written yet (MLX: vjp with respect to x through gather_qmm of the transposed weights)"},
 };
 

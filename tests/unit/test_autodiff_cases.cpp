@@ -264,6 +264,11 @@ std::vector<Case> build() {
                {rnd({2, 3}, -1, 1, mx::float32), rnd({3, 4}, -1, 1, mx::float32), rnd({4}, -1, 1, mx::float32)}, 1e-2});
   c.push_back({"Hadamard", "hadamard_transform", [](const A& x) { return A{mx::hadamard_transform(x[0])}; },
                {rnd({2, 4}, -1, 1, mx::float32)}, 1e-2});
+  c.push_back({"GatherMM", "gather_mm with repeated indices",
+               [](const A& x) {
+                 return A{mx::gather_mm(x[0], x[1], array({0, 2, 2}, mx::int32), array({1, 0, 1}, mx::int32))};
+               },
+               {rnd({3, 2, 3}, -1, 1, mx::float32), rnd({2, 3, 4}, -1, 1, mx::float32)}, 1e-2});
   // ---- sort ----
   c.push_back({"Sort", "sort along the last axis", [](const A& x) { return A{mx::sort(x[0], -1) * 2.0}; },
                {rnd({2, 5}, -1, 1)}});

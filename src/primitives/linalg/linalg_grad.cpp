@@ -1,4 +1,4 @@
-// Derivative rules of the linear-algebra rows (autodiff_rules.h): Matmul, AddMM, Hadamard. MLX 0.30.1
+// Derivative rules of the linear-algebra rows (autodiff_rules.h): Matmul, AddMM, Hadamard, GatherMM. MLX 0.30.1
 // differentiates none of the decompositions (QRF, SVD, Inverse, Cholesky, Eig, Eigh, LUF): they are
 // declared not differentiable here too.
 #include "kiln/ops.h"
@@ -92,6 +92,56 @@ Arrays hadamard_jvp(const Application& app, const Arrays& tan, const Ints&) {
   return {hadamard_transform(tan[0], app.state().f(0), app.s())};
 }
 
+// GatherMM(a, b, lhs, rhs): out[i] = A[lhs[i]] @ B[rhs[i]], with A and B the matrices of a and b's
+// flattened batch dimensions. The products' cotangents are added back into the matrices they read.
+array flat_batch(const array& x, StreamOrDevice s) {
+  int n = 1;
+  for (size_t d = 0; d + 2 < x.ndim(); ++d) n *= x.shape(static_cast<int>(d));
+  return reshape(x, {n, x.shape(-2), x.shape(-1)}, s);
+}
+Arrays gather_mm_vjp(const Application& app, const Arrays& cot, const Ints& argnums) {
+  auto s = app.s();
+  const array &a = app.inputs[0], &b = app.inputs[1];
+  array lhs = flatten(app.inputs[2], s), rhs = flatten(app.inputs[3], s);
+  const int n = static_cast<int>(lhs.size());
+  array A = flat_batch(a, s), B = flat_batch(b, s);
+  array g = reshape(cot[0], {n, cot[0].shape(-2), cot[0].shape(-1)}, s);
+  Arrays out;
+  for (int k : argnums) {
+    if (k >= 2) throw std::invalid_argument("[GatherMM] Cannot calculate VJP with respect to indices.");
+    array contrib, where_to, dest;
+    if (k == 0) {  // dA[lhs[i]] += g[i] @ B[rhs[i]]^T
+      contrib = matmul(g, mT(take(B, rhs, 0, s), s), s);
+      where_to = lhs;
+      dest = zeros(A.shape(), a.dtype(), s);
+    } else {  // dB[rhs[i]] += A[lhs[i]]^T @ g[i]
+      contrib = matmul(mT(take(A, lhs, 0, s), s), g, s);
+      where_to = rhs;
+      dest = zeros(B.shape(), b.dtype(), s);
+    }
+    Shape upd = contrib.shape();
+    upd.insert(upd.begin() + 1, 1);
+    array r = scatter_add(dest, where_to, reshape(contrib, upd, s), 0, s);
+    out.push_back(reshape(r, app.inputs[k].shape(), s));
+  }
+  return out;
+}
+Arrays gather_mm_jvp(const Application& app, const Arrays& tan, const Ints& argnums) {
+  auto s = app.s();
+  const array &lhs = app.inputs[2], &rhs = app.inputs[3];
+  for (int k : argnums) {
+    if (k >= 2) throw std::invalid_argument("[GatherMM] Cannot calculate JVP with respect to indices.");
+  }
+  array ta = tangent_of(tan, argnums, 0), tb = tangent_of(tan, argnums, 1);
+  array acc;
+  if (ta.valid()) acc = gather_mm(ta, app.inputs[1], lhs, rhs, false, s);
+  if (tb.valid()) {
+    array t = gather_mm(app.inputs[0], tb, lhs, rhs, false, s);
+    acc = acc.valid() ? add(acc, t, s) : t;
+  }
+  return {acc};
+}
+
 }  // namespace
 
 namespace primitives {
@@ -99,6 +149,7 @@ void register_linalg_grad(RuleTable& t) {
   t.add("Matmul", matmul_vjp, matmul_jvp);
   t.add("AddMM", addmm_vjp, addmm_jvp);
   t.add("Hadamard", hadamard_vjp, hadamard_jvp);
+  t.add("GatherMM", gather_mm_vjp, gather_mm_jvp);
   for (const char* r : {"QRF", "SVD", "Inverse", "Cholesky", "Eig", "Eigh", "LUF"}) {
     t.none(r, "a decomposition; MLX 0.30.1 has no vjp or jvp for it");
   }

@@ -26,7 +26,6 @@ using test_util::vals;
 // "[vjp] Not implemented for <name> in kiln yet." The coverage test fails when a row listed here gets
 // a rule (so the list stays exact).
 const std::map<std::string, std::string> kNoRuleYet = {
-    {"Convolution", "not written yet (MLX: the vjp is two convolutions; no jvp)"},
     {"FFT", "not written yet (MLX: an FFT in the other direction, with real-FFT scaling)"},
     {"MaskedScatter", "not written yet (MLX: the values' cotangent is the masked cotangent in order)"},
     {"BlockMaskedMM", "not written yet (MLX: vjp only, masked products of the cotangent)"},
@@ -79,12 +78,16 @@ TEST(AutodiffCoverage, CasesNameRealRows) {
 // ---- errors ----
 
 TEST(AutodiffErrors, RowWithoutRuleNamesIt) {
-  auto f = [](const array& x) {
-    return mx::sum(mx::conv_general(x, mx::ones({1, 2, 1}, mx::float32), {1}, {0}, {0}, {1}, {1}, 1, false));
+  auto f = [](const array& x) { return mx::sum(mx::real(mx::fft::fft(x))); };
+  array x = mx::ones({4}, mx::float32);
+  EXPECT_EQ(message_of([&] { mx::grad(f)(x); }), "[vjp] Not implemented for FFT in kiln yet.");
+  EXPECT_EQ(message_of([&] { mx::jvp(f, x, x); }), "[jvp] Not implemented for FFT in kiln yet.");
+  // A convolution with groups (the cases its rule does not cover yet).
+  auto g = [](const array& y) {
+    return mx::sum(mx::conv_general(y, mx::ones({2, 2, 1}, mx::float32), {1}, {0}, {0}, {1}, {1}, 2, false));
   };
-  array x = mx::ones({1, 4, 1}, mx::float32);
-  EXPECT_EQ(message_of([&] { mx::grad(f)(x); }), "[vjp] Not implemented for Convolution in kiln yet.");
-  EXPECT_EQ(message_of([&] { mx::jvp(f, x, x); }), "[jvp] Not implemented for Convolution in kiln yet.");
+  EXPECT_EQ(message_of([&] { mx::grad(g)(mx::ones({1, 4, 2}, mx::float32)); }),
+            "[vjp] Not implemented for Convolution with groups or input dilation in kiln yet.");
 }
 
 TEST(AutodiffErrors, NotDifferentiableRowGivesMlxText) {

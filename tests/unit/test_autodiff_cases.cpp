@@ -269,6 +269,12 @@ std::vector<Case> build() {
                  return A{mx::gather_mm(x[0], x[1], array({0, 2, 2}, mx::int32), array({1, 0, 1}, mx::int32))};
                },
                {rnd({3, 2, 3}, -1, 1, mx::float32), rnd({2, 3, 4}, -1, 1, mx::float32)}, 1e-2});
+  c.push_back({"Convolution", "1-D: stride, uneven padding, dilation",
+               [](const A& x) { return A{mx::conv_general(x[0], x[1], {2}, {1}, {2}, {2}, {1}, 1, false)}; },
+               {rnd({2, 9, 3}, -1, 1, mx::float32), rnd({4, 3, 3}, -1, 1, mx::float32)}, 1e-2});
+  c.push_back({"Convolution", "2-D flipped, stride 2",
+               [](const A& x) { return A{mx::conv_general(x[0], x[1], {2, 1}, {0, 1}, {1, 0}, {1, 2}, {1, 1}, 1, true)}; },
+               {rnd({1, 6, 5, 2}, -1, 1, mx::float32), rnd({3, 2, 2, 2}, -1, 1, mx::float32)}, 1e-2});
   // ---- sort ----
   c.push_back({"Sort", "sort along the last axis", [](const A& x) { return A{mx::sort(x[0], -1) * 2.0}; },
                {rnd({2, 5}, -1, 1)}});

@@ -27,7 +27,6 @@ using test_util::vals;
 // a rule (so the list stays exact).
 const std::map<std::string, std::string> kNoRuleYet = {
     {"FFT", "not written yet (MLX: an FFT in the other direction, with real-FFT scaling)"},
-    {"MaskedScatter", "not written yet (MLX: the values' cotangent is the masked cotangent in order)"},
     {"BlockMaskedMM", "not written yet (MLX: vjp only, masked products of the cotangent)"},
     {"GatherQMM", "not written yet (MLX: vjp with respect to x through gather_qmm of the transposed weights)"},
 };

@@ -256,6 +256,12 @@ std::vector<Case> build() {
                  return A{mx::put_along_axis(x[0], idx, x[1], 1) * x[0], mx::scatter_add_axis(x[0], idx, x[1], 1)};
                },
                {rnd({2, 3}, -1, 1), rnd({2, 2}, -1, 1)}});
+  c.push_back({"MaskedScatter", "masked_scatter, spare values",
+               [](const A& x) {
+                 array mask = array({true, false, true, true, false, false, true, false}, {2, 4});
+                 return A{mx::masked_scatter(x[0], mask, x[1]) * x[0]};
+               },
+               {rnd({2, 4}, -1, 1), rnd({6}, -1, 1)}});
   // ---- linalg ----
   c.push_back({"Matmul", "batched matmul with a broadcast operand",
                [](const A& x) { return A{mx::matmul(x[0], x[1])}; }, {rnd({2, 2, 3}, -1, 1), rnd({3, 4}, -1, 1)}});

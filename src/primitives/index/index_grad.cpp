@@ -149,6 +149,40 @@ Arrays scatter_axis_jvp(const Application& app, const Arrays& tan, const Ints& a
               : put_along_axis(ta, app.inputs[1], tu, axis, app.s())};
 }
 
+// MaskedScatter(a, mask, values): in each batch b, the k-th true position of mask[b] takes values[b]'s
+// k-th element.
+Arrays masked_scatter_vjp(const Application& app, const Arrays& cot, const Ints& argnums) {
+  auto s = app.s();
+  const array &mask = app.inputs[1], &vals = app.inputs[2];
+  const int batches = mask.shape(0);
+  Arrays out;
+  for (int i : argnums) {
+    if (i == 1) throw std::invalid_argument("[masked_scatter] Cannot calculate VJP with respect to mask.");
+    array zero = array(0, cot[0].dtype());
+    if (i == 0) {
+      out.push_back(where(mask, zero, cot[0], s));
+      continue;
+    }
+    // The value index each true position reads: its rank among the batch's true positions.
+    array m = reshape(mask, {batches, -1}, s);
+    array rank = subtract(cumsum(astype(m, int32, s), 1, false, true, s), array(1, int32), s);
+    array idx = where(m, rank, array(0, int32), s);
+    array g = where(m, reshape(cot[0], {batches, -1}, s), zero, s);
+    array dv = zeros({batches, static_cast<int>(vals.size() / batches)}, vals.dtype(), s);
+    out.push_back(reshape(scatter_add_axis(dv, idx, g, 1, s), vals.shape(), s));
+  }
+  return out;
+}
+Arrays masked_scatter_jvp(const Application& app, const Arrays& tan, const Ints& argnums) {
+  for (int i : argnums) {
+    if (i == 1) throw std::invalid_argument("[masked_scatter] Cannot calculate JVP with respect to mask.");
+  }
+  // The node itself, on the tangents (the op builder's argument forms are not the node's).
+  array ta = tangent_or_zeros(app, tan, argnums, 0);
+  return {make_array(*app.node.def, {}, {ta, app.inputs[1], tangent_or_zeros(app, tan, argnums, 2)},
+                     {{ta.shape(), ta.dtype()}}, app.node.stream)};
+}
+
 }  // namespace
 
 namespace primitives {
@@ -157,6 +191,7 @@ void register_index_grad(RuleTable& t) {
   t.add("GatherAxis", gather_axis_vjp, gather_axis_jvp);
   t.add("Scatter", scatter_vjp, scatter_jvp);
   t.add("ScatterAxis", scatter_axis_vjp, scatter_axis_jvp);
+  t.add("MaskedScatter", masked_scatter_vjp, masked_scatter_jvp);
 }
 }  // namespace primitives
 

@@ -281,6 +281,29 @@ std::vector<Case> build() {
   c.push_back({"Convolution", "2-D flipped, stride 2",
                [](const A& x) { return A{mx::conv_general(x[0], x[1], {2, 1}, {0, 1}, {1, 0}, {1, 2}, {1, 1}, 1, true)}; },
                {rnd({1, 6, 5, 2}, -1, 1, mx::float32), rnd({3, 2, 2, 2}, -1, 1, mx::float32)}, 1e-2});
+  // FFTs: complex values built from two real inputs, both parts of complex outputs checked.
+  auto cplx = [](const array& re, const array& im) {
+    return mx::astype(re, mx::complex64) + mx::astype(im, mx::complex64) * array(mx::complex64_t{0.f, 1.f});
+  };
+  auto parts = [](const array& y) { return A{mx::real(y), mx::imag(y)}; };
+  c.push_back({"FFT", "c2c fftn over two axes",
+               [cplx, parts](const A& x) { return parts(mx::fft::fftn(cplx(x[0], x[1]), {0, 1})); },
+               {rnd({3, 4}, -1, 1, mx::float32), rnd({3, 4}, -1, 1, mx::float32)}, 1e-2});
+  c.push_back({"FFT", "c2c ifft along the first axis",
+               [cplx, parts](const A& x) { return parts(mx::fft::ifft(cplx(x[0], x[1]), 0)); },
+               {rnd({4, 3}, -1, 1, mx::float32), rnd({4, 3}, -1, 1, mx::float32)}, 1e-2});
+  c.push_back({"FFT", "rfftn over two axes (even last size)",
+               [parts](const A& x) { return parts(mx::fft::rfftn(x[0], {0, 1})); },
+               {rnd({3, 6}, -1, 1, mx::float32)}, 1e-2});
+  c.push_back({"FFT", "irfft to even and odd sizes",
+               [cplx](const A& x) {
+                 array z = cplx(x[0], x[1]);
+                 return A{mx::fft::irfftn(z, {6}, {1}), mx::fft::irfftn(z, {7}, {1})};
+               },
+               {rnd({2, 4}, -1, 1, mx::float32), rnd({2, 4}, -1, 1, mx::float32)}, 1e-2});
+  c.push_back({"FFT", "irfftn over two axes",
+               [cplx](const A& x) { return A{mx::fft::irfftn(cplx(x[0], x[1]), {3, 4}, {0, 1})}; },
+               {rnd({3, 3}, -1, 1, mx::float32), rnd({3, 3}, -1, 1, mx::float32)}, 1e-2});
   // ---- sort ----
   c.push_back({"Sort", "sort along the last axis", [](const A& x) { return A{mx::sort(x[0], -1) * 2.0}; },
                {rnd({2, 5}, -1, 1)}});

@@ -357,6 +357,13 @@ std::vector<Case> build() {
                  return A{mx::quantized_matmul(x[0], q[0], q[1], q[2], true, 64, 4)};
                },
                {rnd({2, 64}, -1, 1, mx::float32)}, 1e-2});
+  c.push_back({"GatherQMM", "gather_qmm with respect to x, both index sets",
+               [](const A& x) {
+                 static const std::vector<array> q = mx::quantize(rnd({3, 8, 64}, -1, 1, mx::float32, 98), 64, 4);
+                 return A{mx::gather_qmm(x[0], q[0], q[1], q[2], array({1, 0, 1}, mx::uint32),
+                                         array({2, 0, 2}, mx::uint32), true, 64, 4)};
+               },
+               {rnd({2, 2, 64}, -1, 1, mx::float32)}, 1e-2});
   // ---- misc ----
   c.push_back({"Depends", "depends: the real inputs pass through",
                [](const A& x) {

@@ -304,6 +304,15 @@ std::vector<Case> build() {
   c.push_back({"FFT", "irfftn over two axes",
                [cplx](const A& x) { return A{mx::fft::irfftn(cplx(x[0], x[1]), {3, 4}, {0, 1})}; },
                {rnd({3, 3}, -1, 1, mx::float32), rnd({3, 3}, -1, 1, mx::float32)}, 1e-2});
+  c.push_back({"BlockMaskedMM", "block masks on the output and both operands (ragged blocks)",
+               [](const A& x) {
+                 array mo = array({true, false, true, true}, {2, 2});
+                 array ml = array({1.f, 0.5f, 0.f, 2.f}, {2, 2});
+                 array mr = array({true, true, false, true}, {2, 2});
+                 return A{mx::block_masked_mm(x[0], x[1], 32, mo, ml, mr),
+                          mx::block_masked_mm(x[0], x[1], 32, mo)};
+               },
+               {rnd({40, 36}, -1, 1, mx::float32), rnd({36, 33}, -1, 1, mx::float32)}, 1e-2});
   // ---- sort ----
   c.push_back({"Sort", "sort along the last axis", [](const A& x) { return A{mx::sort(x[0], -1) * 2.0}; },
                {rnd({2, 5}, -1, 1)}});

@@ -1,4 +1,5 @@
-// Derivative rules of the linear-algebra rows (autodiff_rules.h): Matmul, AddMM, Hadamard, GatherMM. MLX 0.30.1
+// Derivative rules of the linear-algebra rows (autodiff_rules.h): Matmul, AddMM, Hadamard, GatherMM, BlockMaskedMM
+// (through its fallback). MLX 0.30.1
 // differentiates none of the decompositions (QRF, SVD, Inverse, Cholesky, Eig, Eigh, LUF): they are
 // declared not differentiable here too.
 #include "kiln/ops.h"
@@ -142,6 +143,31 @@ Arrays gather_mm_jvp(const Application& app, const Arrays& tan, const Ints& argn
   return {acc};
 }
 
+// BlockMaskedMM(a, b[, mask_out][, mask_lhs, mask_rhs]): the product of the block-masked operands,
+// block-masked. Its fallback writes that with element-wise masks, which the machinery differentiates.
+array expand_blocks(const array& mask, int block, int rows, int cols, Dtype t, StreamOrDevice s) {
+  array m = repeat(repeat(astype(mask, t, s), block, -2, s), block, -1, s);
+  Shape start(m.ndim(), 0), stop = m.shape();
+  stop[m.ndim() - 2] = rows;
+  stop[m.ndim() - 1] = cols;
+  return slice(m, start, stop, s);
+}
+Arrays block_masked_fallback(const Application& app, const Arrays& in) {
+  auto s = app.s();
+  const int bs = app.state().i(0);
+  array a = in[0], b = in[1];
+  const Dtype t = app.outputs[0].dtype();
+  const int M = a.shape(-2), K = a.shape(-1), N = b.shape(-1);
+  const size_t n = in.size();
+  if (n == 4 || n == 5) {
+    a = multiply(a, expand_blocks(in[n - 2], bs, M, K, t, s), s);
+    b = multiply(b, expand_blocks(in[n - 1], bs, K, N, t, s), s);
+  }
+  array out = matmul(a, b, s);
+  if (n == 3 || n == 5) out = multiply(out, expand_blocks(in[2], bs, M, N, t, s), s);
+  return {broadcast_to(out, app.outputs[0].shape(), s)};
+}
+
 }  // namespace
 
 namespace primitives {
@@ -150,6 +176,7 @@ void register_linalg_grad(RuleTable& t) {
   t.add("AddMM", addmm_vjp, addmm_jvp);
   t.add("Hadamard", hadamard_vjp, hadamard_jvp);
   t.add("GatherMM", gather_mm_vjp, gather_mm_jvp);
+  t.add("BlockMaskedMM", nullptr, nullptr, block_masked_fallback);
   for (const char* r : {"QRF", "SVD", "Inverse", "Cholesky", "Eig", "Eigh", "LUF"}) {
     t.none(r, "a decomposition; MLX 0.30.1 has no vjp or jvp for it");
   }

@@ -13,4 +13,4 @@
 #include "kiln/primitive.h"
 #include "kiln/profile.h"
 #include "kiln/random.h"
-#include "kiln/vmap.h"
+#include "kiln/transforms.h"

@@ -66,15 +66,18 @@ void merge_scalars(Record& rec) {
   compact(rec, drop);
 }
 
-// Copy and StopGradient (rows flagged kNoOp) forward their input.
+// Rows flagged kNoOp forward inputs: Copy and StopGradient their input; CustomTransforms (m outputs
+// after n - m inputs, custom_function's node) output k forwards input n - m + k.
 void remove_noops(Record& rec) {
   Renames ren;
   std::vector<bool> drop(rec.tape.size(), false);
   for (size_t i = 0; i < rec.tape.size(); ++i) {
     auto& e = rec.tape[i];
     for (auto& in : e.inputs) in = ren(in);
-    if (e.kind == Entry::Kind::Primitive && (e.def->flags & kNoOp) && e.inputs.size() == 1 && e.out_ids.size() == 1) {
-      ren.to[e.id] = e.inputs[0];
+    if (e.kind == Entry::Kind::Primitive && (e.def->flags & kNoOp) && !e.out_ids.empty() &&
+        e.inputs.size() >= e.out_ids.size()) {
+      const size_t first = e.inputs.size() - e.out_ids.size();
+      for (size_t k = 0; k < e.out_ids.size(); ++k) ren.to[e.out_ids[k]] = e.inputs[first + k];
       drop[i] = true;
     }
   }

@@ -48,6 +48,8 @@ const std::map<std::string, std::string> kExcluded = {
     {"Load", "created only by the .mlxfn importer"},
     // A GPU kernel: kiln records and exports it but raises a named error when asked to run it on the CPU.
     {"CustomKernel", "cannot run on the CPU by design (raises naming the kernel)"},
+    // custom_function's node (autodiff): created only by kiln::custom_function (tests: test_autodiff).
+    {"CustomTransforms", "created only by custom_function / custom_vjp / checkpoint"},
 };
 
 // Primitives that cannot receive an empty array or a strided input, and why.

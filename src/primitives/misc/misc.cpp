@@ -38,6 +38,12 @@ void register_misc() {
   registry::define(detail::row("Depends", {1, -1}, {}, nullptr,
                                {.num_outputs = -1, .flags = kNoCSE, .shapeless = false, .check = depends_check}));
   register_load();
+  // custom_function's node (include/kiln/autodiff.h): its inputs are the function's arguments followed
+  // by the function's outputs, which it forwards; the user's derivative rules ride in Node::extra. Not in
+  // MLX's serializer table: an export forwards the outputs instead (kNoOp, src/trace/simplify.cpp).
+  registry::define(detail::row("CustomTransforms", {1, -1}, {}, nullptr,
+                               {.num_outputs = -1, .flags = kNoCSE | kNotSerializable | kNoOp,
+                                .shapeless = false}));
 }
 }  // namespace primitives
 

@@ -25,6 +25,23 @@ void depends_cpu(const Node& node, const std::vector<array>& in, std::vector<arr
   }
 }
 
+// CustomTransforms: the last outputs.size() inputs are the outputs (custom_function computed them).
+void custom_transforms_cpu(const Node&, const std::vector<array>& in, std::vector<array>& out) {
+  if (out.size() > in.size()) {
+    throw std::invalid_argument("[CustomTransforms] " + std::to_string(out.size()) + " outputs need at least as many "
+                                "inputs, found " + std::to_string(in.size()) + ".");
+  }
+  const size_t first = in.size() - out.size();
+  for (size_t i = 0; i < out.size(); ++i) {
+    const array& src = in[first + i];
+    if (out[i].shape() != src.shape() || out[i].dtype() != src.dtype()) {
+      throw std::invalid_argument("[CustomTransforms] Output " + std::to_string(i) +
+                                  " must have the shape and dtype of the function's output.");
+    }
+    out[i].set_view(src, src.strides(), src.offset());
+  }
+}
+
 }  // namespace
 
 namespace cpu {
@@ -35,6 +52,7 @@ void register_cpu_load(detail::KernelTable& table);    // load.cpp
 void register_cpu_misc(detail::KernelTable& table) {
   register_cpu_custom(table);
   table.add("Depends", depends_cpu);
+  table.add("CustomTransforms", custom_transforms_cpu);
   register_cpu_load(table);
 }
 }  // namespace cpu

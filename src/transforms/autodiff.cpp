@@ -16,6 +16,7 @@
 #include <unordered_set>
 
 #include "kiln/ops.h"
+#include "kiln/vmap.h"
 #include "primitives/autodiff_rules.h"
 #include "primitives/common.h"
 
@@ -352,7 +353,17 @@ Fn custom_function(Fn fun, std::optional<CustomVjpFn> fun_vjp, std::optional<Cus
     }
     return jvp(fun, primals, all).second;
   });
-  if (fun_vmap) rules->vmap = *fun_vmap;
+  if (fun_vmap) {
+    rules->vmap = *fun_vmap;
+  } else {
+    // As MLX: without a batching rule, vmap batches the function itself, every output at axis 0.
+    rules->vmap = [fun](const std::vector<array>& inputs, const std::vector<int>& axes) {
+      std::vector<array> probe;  // the outputs' count, from the function on unbatched slices
+      for (size_t i = 0; i < inputs.size(); ++i) probe.push_back(axes[i] < 0 ? inputs[i] : take(inputs[i], 0, axes[i]));
+      std::vector<int> out_axes(fun(probe).size(), 0);
+      return std::make_pair(vmap(fun, axes, out_axes)(inputs), out_axes);
+    };
+  }
   return [fun, rules](const std::vector<array>& args) {
     std::vector<array> outputs = fun(args);
     if (outputs.empty()) throw std::invalid_argument("[custom_function] The function must return at least one array.");

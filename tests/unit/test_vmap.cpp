@@ -319,6 +319,35 @@ std::vector<Case> cases() {
                 }, 1e-4, 1e-5});
   // misc
   cs.push_back({"Depends", {f(kS), f({4})}, [](const std::vector<array>& x) { return depends({x[0]}, {x[1]}); }});
+  // custom_function: without a batching rule, vmap batches the function itself; with one, the rule runs
+  // (here one that computes the same thing with the batch moved to the front).
+  auto body = [](const std::vector<array>& x) { return std::vector<array>{sin(x[0]) * x[1], x[0] + 1.0f}; };
+  auto cvjp = [](const std::vector<array>& p, const std::vector<array>& c, const std::vector<array>&) {
+    return std::vector<array>{c[0] * cos(p[0]) * p[1] + c[1], c[0] * sin(p[0])};
+  };
+  cs.push_back({"CustomTransforms", {f(kS), f(kS)}, [=](const std::vector<array>& x) {
+                  return custom_function(body, cvjp)(x);
+                }});
+  auto cvmap = [body](const std::vector<array>& in, const std::vector<int>& axes) {
+    std::vector<array> front;
+    int size = 1;
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (axes[i] >= 0) size = in[i].shape()[axes[i]];
+    }
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (axes[i] >= 0) {
+        front.push_back(moveaxis(in[i], axes[i], 0));
+      } else {
+        Shape sh = in[i].shape();
+        sh.insert(sh.begin(), size);
+        front.push_back(broadcast_to(in[i], sh));
+      }
+    }
+    return std::make_pair(body(front), std::vector<int>{0, 0});
+  };
+  cs.push_back({"CustomTransforms", {f(kS), f(kS)}, [=](const std::vector<array>& x) {
+                  return custom_function(body, cvjp, std::nullopt, cvmap)(x);
+                }});
   return cs;
 }
 

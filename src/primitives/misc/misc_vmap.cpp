@@ -1,6 +1,8 @@
 // Batching rules of the misc family (vmap_rules.h). Depends passes its first inputs through: they keep
-// their batch axes. CustomKernel and Load are declared without rules.
+// their batch axes. CustomTransforms (custom_function) runs the user's batching rule, or vmap of the
+// function itself when none was given, on its arguments. CustomKernel and Load are declared without rules.
 #include "kiln/ops/misc.h"
+#include "primitives/autodiff_rules.h"
 #include "primitives/vmap_rules.h"
 
 namespace kiln::vmap_rules {
@@ -16,10 +18,31 @@ Result depends_rule(const Args& a) {
   return r;
 }
 
+// CustomTransforms(args..., outputs...): the batching rule custom_function keeps in the node (the user's,
+// or vmap of the function), on the arguments; the forwarded outputs are not used.
+Result custom_rule(const Args& a) {
+  const auto* rules = static_cast<const detail::autodiff::CustomRules*>(a.node.extra.get());
+  if (!rules || !rules->vmap) {
+    throw std::invalid_argument("[vmap] CustomTransforms: the node has no batching rule (it was not built by "
+                                "custom_function).");
+  }
+  const size_t n = a.node.inputs.size() - rules->num_outputs;
+  std::vector<array> ins(a.inputs.begin(), a.inputs.begin() + static_cast<std::ptrdiff_t>(n));
+  std::vector<int> axes(a.axes.begin(), a.axes.begin() + static_cast<std::ptrdiff_t>(n));
+  auto [outs, out_axes] = rules->vmap(ins, axes);
+  if (outs.size() != rules->num_outputs || out_axes.size() != outs.size()) {
+    throw std::invalid_argument("[custom_function] The vmap rule returned " + std::to_string(outs.size()) +
+                                " outputs and " + std::to_string(out_axes.size()) + " axes; the function has " +
+                                std::to_string(rules->num_outputs) + " outputs.");
+  }
+  return {outs, out_axes};
+}
+
 }  // namespace
 
 void register_vmap_misc(RuleTable& t) {
   t.add("Depends", depends_rule);
+  t.add("CustomTransforms", custom_rule);
   t.none("CustomKernel",
          "a custom kernel's source is opaque to kiln, so no batching rule can be derived for it (call it on "
          "batched inputs instead).");

@@ -17,9 +17,11 @@ for _name in ("random", "linalg", "fft", "fast"):
 del _name
 
 # The parts written in Python over kiln._core: convolve, segmented_mm and constants (_ops), the array
-# files (_io), and the export API's Python side (_export).
+# files (_io), the export API's Python side (_export), and the function transforms over trees of arrays
+# (_transforms: grad, value_and_grad, vjp, jvp, vmap, checkpoint, custom_function).
 from ._ops import *  # noqa: F401,F403,E402
 from ._io import *  # noqa: F401,F403,E402
 from ._export import *  # noqa: F401,F403,E402
+from ._transforms import *  # noqa: F401,F403,E402
 
 __version__ = "0.1.0"

@@ -18,4 +18,6 @@ NB_MODULE(_core, m) {
   init_fast(fast);
   init_export(m);
   init_io(m);
+  init_memory(m);
+  init_transforms(m);
 }

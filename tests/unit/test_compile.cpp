@@ -121,7 +121,7 @@ TEST(Compile, ShapelessReusesOneTraceAcrossShapes) {
   EXPECT_EQ(out[0].shape(), (mx::Shape{5, 4}));
   EXPECT_NEAR(mx::max(out[0]).item<float>(),
               std::exp(0.25f), 1e-6);
-  cf({mx::ones({2, 2, 2}), b});  // a new rank traces again
+  cf({mx::ones({2, 2, 3}), b});  // a new rank traces again
   EXPECT_EQ(calls, 3);
 }
 

@@ -4,7 +4,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
+#include <iterator>
 #include <memory>
 #include <ostream>
 #include <stdexcept>
@@ -73,6 +75,7 @@ struct ArrayDesc {
   bool row_contiguous = true;
   std::shared_ptr<Node> node;  // null once evaluated (or for leaves)
   uint32_t out_index = 0;
+  bool tracer = false;  // set_tracer: an input of a function being traced
   ArrayDesc(Shape s, Dtype t);
   ~ArrayDesc();  // iterative, so dropping a 10^6-deep lazy chain does not overflow the stack
 };
@@ -98,6 +101,15 @@ class array {
       : array(Shape{static_cast<int32_t>(data.size())}, dtype) {
     store_from(data.begin(), storage_dtype_of<T>, data.size());
   }
+  // As MLX's: a list whose elements do not all have one type (`{3, 2.5}`, `{1.0f, inf}`) is float32,
+  // and so is the empty list `{}` (the template above cannot deduce either).
+  array(std::initializer_list<float> data) : array(Shape{static_cast<int32_t>(data.size())}, float32) {
+    store_from(data.begin(), float32, data.size());
+  }
+  // `array({}, int32)`: an empty array of the given type.
+  array(std::initializer_list<int> data, Dtype dtype) : array(Shape{static_cast<int32_t>(data.size())}, dtype) {
+    store_from(data.begin(), int32, data.size());
+  }
   template <typename T>
   array(std::initializer_list<T> data, const Shape& shape, Dtype dtype = dtype_of<T>) : array(shape, dtype) {
     check_count(data.size());
@@ -112,6 +124,22 @@ class array {
     check_count(data.size());
     store_from(data.data(), storage_dtype_of<T>, data.size());
   }
+  // Elements read through any iterator (`shape`'s element count of them), as MLX's array(It, Shape).
+  template <typename It>
+    requires(!std::is_pointer_v<It> && std::input_iterator<It> &&
+             requires { TypeToDtype<std::remove_cv_t<typename std::iterator_traits<It>::value_type>>::value; })
+  array(It first, const Shape& shape,
+        Dtype dtype = dtype_of<typename std::iterator_traits<It>::value_type>)
+      : array(shape, dtype) {
+    using T = std::remove_cv_t<typename std::iterator_traits<It>::value_type>;
+    std::vector<T> values;
+    values.reserve(size());
+    for (size_t i = 0; i < size(); ++i, ++first) values.push_back(*first);
+    store_from(values.data(), storage_dtype_of<T>, values.size());
+  }
+  // The caller's row-major buffer of `shape`'s elements, used without copying; `deleter(data)` runs
+  // once, when the last array (or view) using the buffer is gone.
+  array(void* data, Shape shape, Dtype dtype, const std::function<void(void*)>& deleter);
   // Wrap an existing buffer without copying (row-major, `offset` elements into the buffer).
   array(std::shared_ptr<detail::Data> data, Shape shape, Dtype dtype, int64_t offset = 0);
   // An unevaluated output of `node` (used by primitives).
@@ -146,6 +174,59 @@ class array {
     return static_cast<const T*>(raw_data());
   }
   void* raw_data() const;
+
+  // Layout flags, as MLX's array::flags(), derived from the shape and strides: row_contiguous and
+  // col_contiguous say the elements are dense in row- (column-) major order (axes of size 1 do not
+  // count); contiguous says they are dense in some order once broadcast (stride 0) axes are left out,
+  // i.e. the product of the other axes' sizes equals data_size(). An empty array has all three.
+  struct Flags {
+    bool contiguous = true;
+    bool row_contiguous = true;
+    bool col_contiguous = true;
+  };
+  Flags flags() const;
+  // Elements of the buffer the array's view spans (from its lowest to its highest element); equals
+  // size() for a dense array, 1 for a broadcast scalar, 0 for an empty array.
+  size_t data_size() const;
+
+  // Tracers: arrays a function transformation passes in while it traces the function. is_tracer()
+  // is true only while such a trace is running (outside one, set_tracer(true) has no effect).
+  void set_tracer(bool t) { desc().tracer = t; }
+  bool is_tracer() const;
+
+  // Iteration over the first axis, as MLX's: each element is the sub-array a[i] (lazy: a slice and a
+  // reshape). Throws std::invalid_argument for a 0-d array.
+  class ArrayIterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using difference_type = std::ptrdiff_t;
+    using value_type = const array;
+    using reference = value_type;
+    explicit ArrayIterator(const array& a, int32_t idx = 0);
+    const array operator*() const;
+    ArrayIterator& operator++() {
+      ++idx_;
+      return *this;
+    }
+    ArrayIterator operator++(int) {
+      auto prev = *this;
+      ++idx_;
+      return prev;
+    }
+    ArrayIterator& operator+(difference_type n) {
+      idx_ += static_cast<int32_t>(n);
+      return *this;
+    }
+    friend bool operator==(const ArrayIterator& a, const ArrayIterator& b) {
+      return a.arr_->id() == b.arr_->id() && a.idx_ == b.idx_;
+    }
+
+   private:
+    const array* arr_;
+    int32_t idx_;
+  };
+  ArrayIterator begin() const { return ArrayIterator(*this, 0); }
+  ArrayIterator end() const { return ArrayIterator(*this, shape(0)); }
 
   // Graph access.
   bool has_primitive() const { return desc_ && desc_->node != nullptr; }

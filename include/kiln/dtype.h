@@ -166,6 +166,8 @@ inline constexpr bool operator!=(Dtype a, Dtype b) { return a.val != b.val; }
 Dtype dtype_from_code(int code);
 inline constexpr uint8_t size_of(Dtype t) { return t.size; }
 Dtype::Kind kind(Dtype t);
+// MLX's name for kind().
+inline Dtype::Kind kindof(Dtype t) { return kind(t); }
 Dtype promote_types(Dtype a, Dtype b);
 bool issubdtype(Dtype a, Dtype b);
 bool issubdtype(Dtype a, Dtype::Category c);

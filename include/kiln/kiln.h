@@ -1,7 +1,11 @@
 // kiln: the umbrella header. Code written for mlx::core compiles with `namespace mx = kiln;`.
 #pragma once
 
+#include <future>  // as mlx/mlx.h, which reaches it through its scheduler
+
 #include "kiln/array.h"
+#include "kiln/compile.h"
+#include "kiln/device.h"
 #include "kiln/dtype.h"
 #include "kiln/export.h"
 #include "kiln/fast.h"
@@ -14,3 +18,4 @@
 #include "kiln/profile.h"
 #include "kiln/random.h"
 #include "kiln/transforms.h"
+#include "kiln/utils.h"

@@ -44,4 +44,8 @@ size_t set_cache_limit(size_t limit);
 // Return every cached block to the system.
 void clear_cache();
 
+// The wired limit keeps memory resident for a GPU (Metal); kiln wires nothing, so, as in MLX's builds
+// without a GPU, the limit has no effect and the previous limit reported is always 0.
+size_t set_wired_limit(size_t limit);
+
 }  // namespace kiln

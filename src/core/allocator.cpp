@@ -272,5 +272,6 @@ size_t set_memory_limit(size_t limit) { return detail::cache().set_memory_limit(
 size_t get_memory_limit() { return detail::cache().memory_limit(); }
 size_t set_cache_limit(size_t limit) { return detail::cache().set_cache_limit(limit); }
 void clear_cache() { detail::cache().clear(); }
+size_t set_wired_limit(size_t) { return 0; }
 
 }  // namespace kiln

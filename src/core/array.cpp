@@ -1,5 +1,6 @@
 #include "kiln/array.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
 #include <new>
@@ -7,17 +8,12 @@
 
 #include "core/allocator.h"
 #include "core/dispatch.h"
+#include "core/mode.h"
 #include "kiln/primitive.h"
 
 namespace kiln {
 
-Device default_device() { return Device{Device::cpu, 0}; }
-Stream default_stream(Device d) { return Stream{0, d}; }
-Stream to_stream(StreamOrDevice s) {
-  if (auto* st = std::get_if<Stream>(&s)) return *st;
-  if (auto* d = std::get_if<Device>(&s)) return default_stream(*d);
-  return default_stream(default_device());
-}
+// default_device, default_stream and to_stream: src/core/stream.cpp (the stream table).
 
 namespace detail {
 
@@ -98,6 +94,18 @@ array::array(std::shared_ptr<detail::Data> data, Shape shape, Dtype dtype, int64
   desc_->offset = offset;
 }
 
+array::array(void* data, Shape shape, Dtype dtype, const std::function<void(void*)>& deleter)
+    : desc_(std::make_shared<detail::ArrayDesc>(std::move(shape), dtype)) {
+  if (!data && desc_->size > 0) throw std::invalid_argument("[array] Expected a buffer, found a null pointer.");
+  auto d = std::make_shared<detail::Data>();
+  d->ptr = data;
+  d->nbytes = desc_->size * dtype.size;
+  d->owner = std::shared_ptr<void>(data, [deleter](void* p) {
+    if (deleter) deleter(p);
+  });
+  desc_->data = std::move(d);
+}
+
 array::array(Shape shape, Dtype dtype, std::shared_ptr<Node> node, uint32_t out_index)
     : desc_(std::make_shared<detail::ArrayDesc>(std::move(shape), dtype)) {
   desc_->node = std::move(node);
@@ -113,6 +121,47 @@ array array::from_bytes(const void* bytes, size_t nbytes, Shape shape, Dtype dty
   if (nbytes) std::memcpy(a.raw_data(), bytes, nbytes);
   return a;
 }
+
+array::Flags array::flags() const {
+  Flags f;
+  auto& d = desc();
+  if (d.size == 0) return f;
+  const size_t nd = d.shape.size();
+  int64_t expect = 1;
+  for (size_t k = nd; k-- > 0;) {  // row-major: the last axis varies fastest
+    if (d.shape[k] == 1) continue;
+    if (d.strides[k] != expect) f.row_contiguous = false;
+    expect *= d.shape[k];
+  }
+  expect = 1;
+  for (size_t k = 0; k < nd; ++k) {
+    if (d.shape[k] == 1) continue;
+    if (d.strides[k] != expect) f.col_contiguous = false;
+    expect *= d.shape[k];
+  }
+  // Dense in some order: the non-broadcast axes, sorted by stride, tile the span without gaps.
+  std::vector<std::pair<int64_t, int64_t>> axes;  // (|stride|, size)
+  for (size_t k = 0; k < nd; ++k) {
+    if (d.shape[k] > 1 && d.strides[k] != 0) axes.emplace_back(std::llabs(d.strides[k]), d.shape[k]);
+  }
+  std::sort(axes.begin(), axes.end());
+  expect = 1;
+  for (auto& [st, n] : axes) {
+    if (st != expect) f.contiguous = false;
+    expect *= n;
+  }
+  return f;
+}
+
+size_t array::data_size() const {
+  auto& d = desc();
+  if (d.size == 0) return 0;
+  int64_t span = 1;
+  for (size_t k = 0; k < d.shape.size(); ++k) span += static_cast<int64_t>(d.shape[k] - 1) * std::llabs(d.strides[k]);
+  return static_cast<size_t>(span);
+}
+
+bool array::is_tracer() const { return desc().tracer && detail::in_tracing(); }
 
 int32_t array::shape(int dim) const {
   int nd = static_cast<int>(ndim());

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "format/codec.h"
+#include "kiln/device.h"
 #include "format/record.h"
 
 namespace kiln::format {
@@ -91,6 +92,18 @@ class RecordParser {
     if (entry_ >= 0) os << ", tape entry " << entry_;
     os << " (offset " << r_.pos() << "): " << msg << ".";
     r_.fail(os.str());
+  }
+
+  // As MLX, a node's stream must exist in the importing process. A CPU stream is one of this
+  // process's (the default, index 0, or one made by new_stream) or index 1, the default CPU stream of
+  // an MLX process that also has a GPU (its GPU default is 0). GPU streams name the writer's GPU, which
+  // kiln has none of: their nodes run on the CPU, so any index is accepted.
+  void check_stream(const StreamInfo& st) {
+    if (st.device_type != 0) return;
+    if (st.index == 1 || stream_exists(Stream{st.index, Device{Device::cpu, st.device_index}})) return;
+    fail("a node names CPU stream " + std::to_string(st.index) + " (device cpu:" + std::to_string(st.device_index) +
+         "), which does not exist in this process; create the streams a file uses with new_stream before "
+         "importing it");
   }
 
   void check_size(const Shape& s, const char* what) {
@@ -178,6 +191,7 @@ class RecordParser {
       in_specs.push_back(it->second);
     }
     e.stream = read_stream(r_, "a node's stream");
+    check_stream(e.stream);
     std::string name = r_.str("a primitive name");
     const PrimitiveDef* def = find_disk_name(name, file_.layout);
     if (!def || (def->flags & kNotSerializable)) {

@@ -1,10 +1,15 @@
 // Calls written the way MLX's C++ API is used must compile and mean the same in kiln (code written
 // against mlx::core compiles with `namespace mx = kiln;`). A braced integer list is axes, strides or a
 // shape, never a stream: kiln::Stream, like MLX's, is not constructible from an int implicitly.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <limits>
+#include <sstream>
 #include <type_traits>
 
+#include "core/mode.h"
 #include "kiln/kiln.h"
 
 namespace mx = kiln;
@@ -31,4 +36,273 @@ TEST(ApiCompat, BracedAxesAreNotStreams) {
   EXPECT_EQ(s.item<float>(), 15.0f);
   auto t = mx::sum(x, mx::Stream(0, mx::Device{mx::Device::cpu}));
   EXPECT_EQ(t.item<float>(), 15.0f);
+}
+
+// ---------------------------------------------------------------- array constructors
+
+TEST(ApiCompat, MixedAndEmptyBracedListsAreFloat32) {
+  const float inf = std::numeric_limits<float>::infinity();
+  mx::array empty({});
+  EXPECT_EQ(empty.dtype(), mx::float32);
+  EXPECT_EQ(empty.shape(), mx::Shape{0});
+  mx::array with_inf({1.0, inf});
+  EXPECT_EQ(with_inf.dtype(), mx::float32);
+  EXPECT_EQ(with_inf.data<float>()[1], inf);
+  mx::array mixed({3, 2.75});
+  EXPECT_EQ(mixed.dtype(), mx::float32);
+  EXPECT_EQ(mixed.data<float>()[0], 3.0f);
+  EXPECT_EQ(mixed.data<float>()[1], 2.75f);
+  // Lists of one type keep their type; an empty list with a type is an empty array of that type.
+  EXPECT_EQ(mx::array({1, 2}).dtype(), mx::int32);
+  EXPECT_EQ(mx::array({true, false}).dtype(), mx::bool_);
+  mx::array typed({}, mx::int32);
+  EXPECT_EQ(typed.dtype(), mx::int32);
+  EXPECT_EQ(typed.size(), 0u);
+  EXPECT_EQ(mx::array({1, 2}, mx::float16).dtype(), mx::float16);
+  EXPECT_EQ(mx::array({1, 2}, {2, 1}).shape(), (mx::Shape{2, 1}));
+}
+
+// ---------------------------------------------------------------- flags, data_size, tracers, iteration
+
+TEST(ApiCompat, FlagsAndDataSizeFollowTheView) {
+  auto x = mx::zeros({2, 4});
+  mx::eval(x);
+  EXPECT_EQ(x.data_size(), 8u);
+  EXPECT_TRUE(x.flags().row_contiguous);
+  EXPECT_FALSE(x.flags().col_contiguous);
+  EXPECT_TRUE(x.flags().contiguous);
+
+  auto t = mx::transpose(x);
+  mx::eval(t);
+  EXPECT_EQ(t.data_size(), 8u);
+  EXPECT_FALSE(t.flags().row_contiguous);
+  EXPECT_TRUE(t.flags().col_contiguous);
+  EXPECT_TRUE(t.flags().contiguous);
+
+  auto b = mx::broadcast_to(mx::array(1.0f), {2, 8, 10});
+  mx::eval(b);
+  EXPECT_EQ(b.data_size(), 1u);
+  EXPECT_TRUE(b.flags().contiguous);
+  EXPECT_FALSE(b.flags().row_contiguous);
+  EXPECT_FALSE(b.flags().col_contiguous);
+
+  // Every other column: a strided view spans 7 elements of 8 and is not dense.
+  auto s = mx::slice(mx::arange(8.0f), {0}, {8}, {2});
+  mx::eval(s);
+  EXPECT_EQ(s.data_size(), 7u);
+  EXPECT_FALSE(s.flags().contiguous);
+  EXPECT_FALSE(s.flags().row_contiguous);
+
+  auto e = mx::broadcast_to(mx::zeros({4, 2, 1}), {4, 2, 0});
+  mx::eval(e);
+  EXPECT_EQ(e.data_size(), 0u);
+  EXPECT_TRUE(e.flags().contiguous && e.flags().row_contiguous && e.flags().col_contiguous);
+
+  mx::array one(1.0f);
+  EXPECT_EQ(one.data_size(), 1u);
+  EXPECT_TRUE(one.flags().contiguous && one.flags().row_contiguous && one.flags().col_contiguous);
+}
+
+TEST(ApiCompat, BroadcastGivesSizeOneAxesStrideZero) {
+  auto y = mx::broadcast_to(mx::full({1, 1}, 2.3f), {5, 1});
+  mx::eval(y);
+  EXPECT_EQ(y.strides(), (mx::Strides{0, 0}));
+  auto z = mx::broadcast_to(mx::reshape(mx::arange(3.0f), {3, 1}), {2, 3, 4});
+  mx::eval(z);
+  EXPECT_EQ(z.strides(), (mx::Strides{0, 1, 0}));
+  auto zc = mx::contiguous(z);
+  mx::eval(zc);
+  EXPECT_EQ(zc.data<float>()[4 * 2 + 3], 2.0f);  // z[0, 2, 3]
+}
+
+TEST(ApiCompat, TracerFlagCountsOnlyWhileTracing) {
+  auto x = mx::array(1);
+  x.set_tracer(true);
+  EXPECT_FALSE(x.is_tracer());
+  {
+    mx::detail::TraceGuard guard(false);
+    EXPECT_TRUE(x.is_tracer());
+    x.set_tracer(false);
+    EXPECT_FALSE(x.is_tracer());
+  }
+}
+
+TEST(ApiCompat, RangeForVisitsTheFirstAxis) {
+  auto x = mx::reshape(mx::arange(6.0f), {3, 2});
+  std::vector<float> firsts;
+  int rows = 0;
+  static_assert(std::is_const_v<decltype(*x.begin())>);
+  for (auto row : x) {
+    EXPECT_EQ(row.shape(), mx::Shape{2});
+    firsts.push_back(mx::take(row, mx::array(0)).item<float>());
+    ++rows;
+  }
+  EXPECT_EQ(rows, 3);
+  EXPECT_EQ(firsts, (std::vector<float>{0, 2, 4}));
+  auto empty_rows = mx::zeros({0, 3});
+  int n = 0;
+  for (auto r : empty_rows) n += static_cast<int>(r.size()) + 1;
+  EXPECT_EQ(n, 0);
+  EXPECT_THROW(mx::array(1.0f).begin(), std::invalid_argument);
+}
+
+// ---------------------------------------------------------------- type information
+
+TEST(ApiCompat, FinfoIinfoResultTypeKindof) {
+  EXPECT_EQ(mx::finfo(mx::float32).max, std::numeric_limits<float>::max());
+  EXPECT_EQ(mx::finfo(mx::float32).min, std::numeric_limits<float>::lowest());
+  EXPECT_EQ(mx::finfo(mx::float32).eps, std::numeric_limits<float>::epsilon());
+  EXPECT_EQ(mx::finfo(mx::complex64).dtype, mx::float32);
+  EXPECT_EQ(mx::finfo(mx::float16).max, 65504.0);
+  EXPECT_EQ(mx::finfo(mx::float16).min, -65504.0);
+  EXPECT_EQ(mx::finfo(mx::float16).eps, 1.0 / 1024);
+  EXPECT_EQ(mx::finfo(mx::bfloat16).eps, 1.0 / 128);
+  EXPECT_FLOAT_EQ(static_cast<float>(mx::finfo(mx::bfloat16).max), 3.3895314e38f);
+  EXPECT_EQ(mx::finfo(mx::float64).max, std::numeric_limits<double>::max());
+  EXPECT_THROW(mx::finfo(mx::int32), std::invalid_argument);
+
+  EXPECT_EQ(mx::iinfo(mx::int8).min, -128);
+  EXPECT_EQ(mx::iinfo(mx::int8).max, 127u);
+  EXPECT_EQ(mx::iinfo(mx::uint64).max, std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(mx::iinfo(mx::int64).min, std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(mx::iinfo(mx::uint16).min, 0);
+  EXPECT_THROW(mx::iinfo(mx::float32), std::invalid_argument);
+
+  mx::array i(1), f(1.0f), h(1, mx::float16);
+  EXPECT_EQ(mx::result_type(i, h), mx::float16);
+  EXPECT_EQ(mx::result_type(i, h, f), mx::float32);
+  EXPECT_EQ(mx::result_type(std::vector<mx::array>{i, mx::array(true)}), mx::int32);
+  EXPECT_THROW(mx::result_type(std::vector<mx::array>{}), std::invalid_argument);
+
+  EXPECT_EQ(mx::kindof(mx::uint8), mx::Dtype::Kind::u);
+  EXPECT_EQ(mx::kindof(mx::bfloat16), mx::Dtype::Kind::V);  // as MLX: bfloat16 has no NumPy kind letter
+  EXPECT_EQ(mx::kindof(mx::float16), mx::Dtype::Kind::f);
+  EXPECT_EQ(mx::kindof(mx::complex64), mx::Dtype::Kind::c);
+
+  EXPECT_EQ(mx::normalize_axis_index(-1, 3), 2);
+  EXPECT_EQ(mx::normalize_axis_index(1, 3), 1);
+  try {
+    mx::normalize_axis_index(3, 3, "[f] ");
+    FAIL() << "expected a throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "[f] Axis 3 is out of bounds for array with 3 dimensions.");
+  }
+}
+
+// ---------------------------------------------------------------- axis errors
+
+TEST(ApiCompat, AxisOutsideTheArrayIsOutOfRangeWhereMlxSaysSo) {
+  auto x = mx::zeros({2, 3});
+  EXPECT_THROW(mx::sum(x, 2), std::out_of_range);
+  EXPECT_THROW(mx::sum(x, -3), std::out_of_range);
+  EXPECT_THROW(mx::argmax(x, 2), std::out_of_range);
+  EXPECT_THROW(mx::swapaxes(x, 0, 2), std::out_of_range);
+  EXPECT_THROW(mx::moveaxis(x, -3, 0), std::out_of_range);
+  EXPECT_THROW(mx::diagonal(x, 0, 0, 2), std::out_of_range);
+  // Duplicates, and mean's own check, stay invalid_argument as in MLX.
+  EXPECT_THROW(mx::sum(x, {0, 0}), std::invalid_argument);
+  EXPECT_THROW(mx::mean(x, 2), std::invalid_argument);
+}
+
+// ---------------------------------------------------------------- devices and streams
+
+TEST(ApiCompat, StreamsDevicesAndContexts) {
+  EXPECT_TRUE(mx::is_available(mx::Device::cpu));
+  EXPECT_FALSE(mx::is_available(mx::Device::gpu));
+  EXPECT_FALSE(mx::gpu::is_available());
+  EXPECT_FALSE(mx::metal::is_available());
+  EXPECT_FALSE(mx::cu::is_available());
+
+  EXPECT_EQ(mx::default_device(), mx::Device(mx::Device::cpu));
+  EXPECT_THROW(mx::default_stream(mx::Device::gpu), std::invalid_argument);
+  // Ops given the GPU record GPU stream 0 and run on the CPU.
+  EXPECT_EQ(mx::to_stream(mx::Device(mx::Device::gpu)), mx::Stream(0, mx::Device::gpu));
+  mx::set_default_device(mx::Device::cpu);
+  EXPECT_THROW(mx::set_default_device(mx::Device::gpu), std::invalid_argument);
+  EXPECT_THROW(mx::new_stream(mx::Device::gpu), std::invalid_argument);
+
+  auto s0 = mx::default_stream(mx::Device::cpu);
+  EXPECT_EQ(s0.index, 0);
+  auto s1 = mx::new_stream(mx::Device::cpu);
+  auto s2 = mx::new_stream(mx::Device::cpu);
+  EXPECT_NE(s1.index, 0);
+  EXPECT_EQ(s2.index, s1.index + 1);
+  EXPECT_EQ(mx::get_stream(s1.index), s1);
+  EXPECT_THROW(mx::get_stream(1 << 20), std::out_of_range);
+  EXPECT_TRUE(mx::stream_exists(s2));
+  EXPECT_FALSE(mx::stream_exists(mx::Stream(1 << 20, mx::Device::cpu)));
+
+  {
+    mx::StreamContext ctx(s1);
+    EXPECT_EQ(mx::default_stream(mx::Device::cpu), s1);
+    auto y = mx::add(mx::array(1.0f), mx::array(2.0f));
+    EXPECT_EQ(y.node()->stream, s1);
+    EXPECT_EQ(y.item<float>(), 3.0f);
+  }
+  EXPECT_EQ(mx::default_stream(mx::Device::cpu), s0);
+  EXPECT_THROW(mx::StreamContext(mx::StreamOrDevice{}), std::invalid_argument);
+
+  mx::set_default_stream(s2);
+  EXPECT_EQ(mx::to_stream({}), s2);
+  mx::set_default_stream(s0);
+  EXPECT_THROW(mx::set_default_stream(mx::Stream(1 << 20, mx::Device::cpu)), std::invalid_argument);
+
+  mx::synchronize();
+  mx::synchronize(s1);
+  EXPECT_THROW(mx::synchronize(mx::Stream(1 << 20, mx::Device::cpu)), std::invalid_argument);
+
+  std::ostringstream os;
+  os << s1 << " " << mx::Device(mx::Device::gpu, 1);
+  EXPECT_EQ(os.str(), "Stream(cpu:0, " + std::to_string(s1.index) + ") Device(gpu, 1)");
+  EXPECT_EQ(mx::set_wired_limit(1 << 20), 0u);
+}
+
+TEST(ApiCompat, ImportRefusesACpuStreamThatDoesNotExist) {
+  auto path = (std::filesystem::temp_directory_path() / "kiln_api_compat_stream.mlxfn").string();
+  auto fun = [](const mx::Args& a) { return std::vector<mx::array>{mx::abs(a[0], mx::Stream(1000, mx::Device::cpu))}; };
+  mx::export_function(path, fun, {mx::array({0, 1, 2})});
+  try {
+    mx::import_function(path);
+    FAIL() << "expected a throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("names CPU stream 1000 (device cpu:0), which does not exist"));
+  }
+  // A stream this process made imports.
+  auto s = mx::new_stream(mx::Device::cpu);
+  auto fun2 = [s](const mx::Args& a) { return std::vector<mx::array>{mx::abs(a[0], s)}; };
+  mx::export_function(path, fun2, {mx::array({0, -1, 2})});
+  auto f = mx::import_function(path);
+  auto out = f({mx::array({-3, 1, -2})})[0];
+  EXPECT_EQ(mx::sum(out).item<int>(), 6);
+  std::filesystem::remove(path);
+}
+
+TEST(ApiCompat, IteratorAndUserBufferConstructors) {
+  std::vector<int> v{1, 2, 3, 4};
+  mx::array a(v.begin(), {2, 2});
+  EXPECT_EQ(a.dtype(), mx::int32);
+  EXPECT_EQ(a.shape(), (mx::Shape{2, 2}));
+  EXPECT_EQ(a.data<int>()[3], 4);
+  std::vector<float> f{1.5f, 2.5f};
+  mx::array b(f.cbegin(), {2}, mx::float16);
+  EXPECT_EQ(b.dtype(), mx::float16);
+  EXPECT_EQ(mx::sum(b).item<float>(), 4.0f);
+
+  std::vector<int> buffer(64, 2);
+  int deleted = 0;
+  {
+    mx::array u(buffer.data(), mx::Shape{8, 8}, mx::int32, [&deleted](void* p) {
+      EXPECT_NE(p, nullptr);
+      ++deleted;
+    });
+    EXPECT_EQ(u.data<int>(), buffer.data());  // no copy
+    auto s = mx::sum(mx::add(u, mx::array(1)));
+    EXPECT_EQ(s.item<int>(), 64 * 3);
+    auto view = mx::slice(u, {0, 0}, {2, 8});
+    u = mx::array();
+    mx::eval(view);
+    EXPECT_EQ(deleted, 0);  // the view still uses the buffer
+  }
+  EXPECT_EQ(deleted, 1);
+  EXPECT_THROW(mx::array(nullptr, mx::Shape{2}, mx::float32, [](void*) {}), std::invalid_argument);
 }

@@ -480,22 +480,34 @@ TEST(Reduce, KernelHonoursARecordedDtype) {
 
 // ---------------------------------------------------------------- errors
 
+// The message of the std::out_of_range `f` throws: MLX's reductions throw it for an axis outside the
+// array (mean, var and std check the axes themselves first and throw std::invalid_argument).
+template <typename F>
+std::string range_error_of(F&& f) {
+  try {
+    f();
+  } catch (const std::out_of_range& e) {
+    return e.what();
+  }
+  return "<no std::out_of_range thrown>";
+}
+
 TEST(Reduce, BadAxesMessages) {
   auto a = mx::zeros({2, 3});
-  EXPECT_THAT(error_of([&] { mx::sum(a, 2); }), HasSubstr("[sum] Invalid axis 2 for array with 2 dimensions."));
-  EXPECT_THAT(error_of([&] { mx::max(a, -3); }), HasSubstr("[max] Invalid axis -3 for array with 2 dimensions."));
+  EXPECT_THAT(range_error_of([&] { mx::sum(a, 2); }), HasSubstr("[sum] Invalid axis 2 for array with 2 dimensions."));
+  EXPECT_THAT(range_error_of([&] { mx::max(a, -3); }), HasSubstr("[max] Invalid axis -3 for array with 2 dimensions."));
   EXPECT_THAT(error_of([&] { mx::all(a, {0, 0}); }), HasSubstr("[all] Duplicate axes detected in reduction."));
   EXPECT_THAT(error_of([&] { mx::prod(a, {0, -2}); }), HasSubstr("[prod] Duplicate axes detected in reduction."));
-  EXPECT_THAT(error_of([&] { mx::any(a, 5); }), HasSubstr("[any] Invalid axis 5"));
+  EXPECT_THAT(range_error_of([&] { mx::any(a, 5); }), HasSubstr("[any] Invalid axis 5"));
   EXPECT_THAT(error_of([&] { mx::min(a, {1, 1}); }), HasSubstr("[min] Duplicate axes"));
-  EXPECT_THAT(error_of([&] { mx::argmax(a, 3); }), HasSubstr("[argmax] Invalid axis 3 for array with 2 dimensions."));
-  EXPECT_THAT(error_of([&] { mx::argmin(a, -3); }), HasSubstr("[argmin] Invalid axis -3"));
+  EXPECT_THAT(range_error_of([&] { mx::argmax(a, 3); }), HasSubstr("[argmax] Invalid axis 3 for array with 2 dimensions."));
+  EXPECT_THAT(range_error_of([&] { mx::argmin(a, -3); }), HasSubstr("[argmin] Invalid axis -3"));
   EXPECT_THAT(error_of([&] { mx::mean(a, 3); }), HasSubstr("[mean] axis 3 is out of bounds for array with 2 dimensions."));
   EXPECT_THAT(error_of([&] { mx::mean(a, {0, 0}); }), HasSubstr("[mean] Duplicate axes detected in reduction."));
   EXPECT_THAT(error_of([&] { mx::var(a, 4); }), HasSubstr("[var] axis 4 is out of bounds"));
   EXPECT_THAT(error_of([&] { mx::std(a, -5); }), HasSubstr("[std] axis -5 is out of bounds"));
-  EXPECT_THAT(error_of([&] { mx::logsumexp(a, 4); }), HasSubstr("[logsumexp] Invalid axis 4 for array with 2 dimensions."));
-  EXPECT_THAT(error_of([&] { mx::logsumexp(a, {-3, -2, -1}); }), HasSubstr("[logsumexp] Invalid axis -3"));
+  EXPECT_THAT(range_error_of([&] { mx::logsumexp(a, 4); }), HasSubstr("[logsumexp] Invalid axis 4 for array with 2 dimensions."));
+  EXPECT_THAT(range_error_of([&] { mx::logsumexp(a, {-3, -2, -1}); }), HasSubstr("[logsumexp] Invalid axis -3"));
   EXPECT_THAT(error_of([&] { mx::softmax(a, std::vector<int>{0, 0}); }), HasSubstr("[softmax] Duplicate axes"));
   EXPECT_THAT(error_of([&] { mx::softmax(mx::array(1.0f), 0); }),
               HasSubstr("[softmax] Received non-empty axes for array with 0 dimensions."));
@@ -503,7 +515,7 @@ TEST(Reduce, BadAxesMessages) {
               HasSubstr("[logsumexp] Received non-empty axes for array with 0 dimensions."));
   EXPECT_THAT(error_of([&] { mx::number_of_elements(a, {2}, false); }),
               HasSubstr("[number_of_elements] Can't get the shape for axis 2 from an array with 2 dimensions."));
-  EXPECT_THAT(error_of([&] { mx::sum(mx::array(1.0f), 0); }), HasSubstr("[sum] Invalid axis 0 for array with 0 dimensions."));
+  EXPECT_THAT(range_error_of([&] { mx::sum(mx::array(1.0f), 0); }), HasSubstr("[sum] Invalid axis 0 for array with 0 dimensions."));
 }
 
 // ---------------------------------------------------------------- argmin / argmax

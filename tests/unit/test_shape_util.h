@@ -95,6 +95,18 @@ inline std::vector<std::string> primitives(const mx::array& a) { return primitiv
 
 inline const mx::State& state(const mx::array& a) { return a.node()->state; }
 
+// The message of the std::out_of_range `f` throws ("" when it throws nothing): MLX's swapaxes,
+// moveaxis and diagonal throw it for an axis outside the array.
+template <typename F>
+std::string range_error_of(F&& f) {
+  try {
+    f();
+  } catch (const std::out_of_range& e) {
+    return e.what();
+  }
+  return "";
+}
+
 // The message of the std::invalid_argument `f` throws ("" when it throws nothing).
 template <typename F>
 std::string error_of(F&& f) {

@@ -149,8 +149,8 @@ TEST(ShapeViews, SwapaxesMoveaxis) {
     EXPECT_EQ(v[i], ravel({idx[2], idx[0], idx[1]}, {2, 3, 4}));
   }
   EXPECT_TRUE(mx::moveaxis(a, 1, -2).is_same(a));
-  EXPECT_EQ(error_of([&] { mx::swapaxes(a, 3, 0); }), "[swapaxes] Invalid axis 3 for array with 3 dimensions.");
-  EXPECT_EQ(error_of([&] { mx::moveaxis(a, 0, -4); }), "[moveaxis] Invalid axis -4 for array with 3 dimensions.");
+  EXPECT_EQ(range_error_of([&] { mx::swapaxes(a, 3, 0); }), "[swapaxes] Invalid axis 3 for array with 3 dimensions.");
+  EXPECT_EQ(range_error_of([&] { mx::moveaxis(a, 0, -4); }), "[moveaxis] Invalid axis -4 for array with 3 dimensions.");
 }
 
 TEST(ShapeViews, BroadcastToValuesAndErrors) {

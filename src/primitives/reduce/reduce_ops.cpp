@@ -25,7 +25,8 @@ struct ReduceShape {
   bool is_noop = true;    // every reduced axis has size 1
 };
 
-// MLX's messages ("Invalid axis ...", "Duplicate axes detected in reduction.") behind the API name.
+// MLX's messages ("Invalid axis ...", "Duplicate axes detected in reduction.") behind the API name, and
+// MLX's exception types: std::out_of_range for an axis outside the array, invalid_argument for duplicates.
 ReduceShape reduce_shape(const std::vector<int>& axes, const Shape& shape, const char* api) {
   const int ndim = static_cast<int>(shape.size());
   std::set<int> set;
@@ -34,7 +35,7 @@ ReduceShape reduce_shape(const std::vector<int>& axes, const Shape& shape, const
     if (a < 0 || a >= ndim) {
       std::ostringstream os;
       os << "[" << api << "] Invalid axis " << ax << " for array with " << ndim << " dimensions.";
-      throw std::invalid_argument(os.str());
+      throw std::out_of_range(os.str());  // as MLX's reductions (mean and var check first: invalid_argument)
     }
     set.insert(a);
   }

@@ -315,8 +315,14 @@ array transpose(const array& a, StreamOrDevice s) {
 }
 
 namespace {
+// std::out_of_range, as MLX's swapaxes and moveaxis.
 int check_axis(const array& a, int ax, const char* api) {
-  return detail::check_axis(ax, static_cast<int>(a.ndim()), api, "Invalid axis", "for array with");
+  const int nd = static_cast<int>(a.ndim());
+  if (ax < -nd || ax >= nd) {
+    throw std::out_of_range(std::string("[") + api + "] Invalid axis " + std::to_string(ax) + " for array with " +
+                            std::to_string(nd) + " dimensions.");
+  }
+  return ax < 0 ? ax + nd : ax;
 }
 }  // namespace
 

@@ -1,5 +1,6 @@
 """Function transforms over Python functions, as ``mlx.core``'s: ``grad``, ``value_and_grad``,
-``vjp``, ``jvp``, ``vmap``, ``checkpoint``, ``custom_function`` (and ``stop_gradient``, an op).
+``vjp``, ``jvp``, ``vmap``, ``checkpoint``, ``custom_function``, ``compile`` (and ``stop_gradient``, an
+op; ``disable_compile`` / ``enable_compile`` come from the extension).
 
 The functions take and return arrays and trees of arrays (lists, tuples and dicts nested in any way;
 other leaves are kept as they are, and are constants to the transform). Each transform flattens the
@@ -13,7 +14,7 @@ import functools
 from . import _core
 from ._core import array
 
-__all__ = ["grad", "value_and_grad", "vjp", "jvp", "vmap", "checkpoint", "custom_function"]
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "vmap", "checkpoint", "custom_function", "compile"]
 
 
 # ---- trees ----
@@ -405,6 +406,88 @@ class custom_function:
 
         outs = _core._custom_function(flat, fv, fj, fm, leaves)
         return out_tree(outs)
+
+
+# ---- compile ----
+
+
+def _structure(tree):
+    """A hashable description of `tree`: its containers, and the values of its non-array leaves (which
+    a compiled function takes as constants, so a new value means a new trace)."""
+    if isinstance(tree, array):
+        return ("a",)
+    if isinstance(tree, (list, tuple)):
+        return ("l" if isinstance(tree, list) else "t", type(tree).__name__) + tuple(_structure(c) for c in tree)
+    if isinstance(tree, dict):
+        return ("d",) + tuple((k, _structure(v)) for k, v in tree.items())
+    if tree is None or isinstance(tree, (bool, int, float, complex, str)):
+        return ("c", type(tree).__name__, tree)
+    raise ValueError(
+        "[compile] Function arguments must be trees of arrays or constants (None, bool, int, float, complex, str), "
+        f"but received type {type(tree).__name__}."
+    )
+
+
+def _swap_leaves(tree, it):
+    """Replaces, in place, the array leaves of the lists and dicts of `tree` by the items of `it`;
+    returns the replaced arrays in order."""
+    old = []
+    if isinstance(tree, (list, dict)):
+        keys = range(len(tree)) if isinstance(tree, list) else list(tree)
+        for k in keys:
+            v = tree[k]
+            if isinstance(v, array):
+                old.append(v)
+                tree[k] = next(it)
+            else:
+                old += _swap_leaves(v, it)
+    elif isinstance(tree, tuple):
+        for v in tree:
+            if isinstance(v, array):
+                raise ValueError("[compile] Implicit inputs must hold their arrays in lists or dicts (a tuple "
+                                 "cannot be updated while tracing).")
+            old += _swap_leaves(v, it)
+    return old
+
+
+def compile(fun, inputs=None, outputs=None, shapeless=False):
+    """`fun` compiled: traced once per input signature (shapes and dtypes, or only dtypes and ranks when
+    `shapeless`, plus the values of non-array arguments), simplified, and replayed on later calls.
+    `inputs` names implicit inputs (a tree of arrays the function reads without taking them as
+    arguments, e.g. a model's parameters): they are read at every call. `outputs` (implicit state
+    written in place) is not supported by kiln yet."""
+    if outputs is not None:
+        raise ValueError("[compile] outputs= (implicit state updated in place by the compiled function) is not "
+                         "supported by kiln yet; return the new state from the function instead.")
+    cache = {}
+
+    @functools.wraps(fun)
+    def wrapper(*args, **kwargs):
+        tree = (args, kwargs, inputs)
+        key = _structure(tree)
+        entry = cache.get(key)
+        if entry is None:
+            held = {}
+
+            def flat(xs):
+                it = iter(xs)
+                a, kw = _fill((args, kwargs), it)
+                # The implicit inputs are read through the user's own containers: their arrays are
+                # swapped for the trace's inputs while the function runs, then put back.
+                old = _swap_leaves(inputs, it)
+                try:
+                    out = fun(*a, **kw)
+                finally:
+                    _swap_leaves(inputs, iter(old))
+                held["out"] = out
+                return _flatten(out, True, "[compile]", "output")
+
+            entry = cache[key] = (_core._compile(flat, shapeless), held)
+        compiled, held = entry
+        outs = compiled(_flatten(tree, False, "[compile]"))
+        return _fill(held["out"], iter(outs))
+
+    return wrapper
 
 
 def _flatten_axes(ax):

@@ -20,7 +20,8 @@
 #include "trees.h"
 
 namespace kiln::detail {
-bool in_tracing();  // libkiln (src/core/mode.h): true on a thread that is tracing a function for export
+bool in_tracing();    // libkiln (src/core/mode.h): true on a thread that is tracing a function for export
+bool in_transform();  // libkiln (src/core/mode.h): true while vjp / jvp / vmap call the function they transform
 }  // namespace kiln::detail
 
 namespace kiln::py {
@@ -255,8 +256,8 @@ struct PyImported {
       nb::gil_scoped_release release;
       outs = fn(a, k);
       // Evaluated here, without the GIL, unless the call is part of a function being traced for export
-      // (then the outputs stay lazy and join the trace).
-      if (!kiln::detail::in_tracing()) kiln::eval(outs);
+      // or transformed (grad, vmap, ...): then the outputs stay lazy and join that graph.
+      if (!kiln::detail::in_tracing() && !kiln::detail::in_transform()) kiln::eval(outs);
     }
     nb::list l;
     for (auto& o : outs) l.append(nb::cast(std::move(o)));

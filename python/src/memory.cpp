@@ -17,6 +17,8 @@ void init_memory(nb::module_& m) {
   m.def("set_cache_limit", &kiln::set_cache_limit, "limit"_a,
         "Set the most bytes the cache keeps (0 disables it); returns the previous limit.");
   m.def("clear_cache", &kiln::clear_cache, "Return every cached buffer to the system.");
+  m.def("set_wired_limit", &kiln::set_wired_limit, "limit"_a,
+        "MLX's wired (resident) memory limit, a Metal setting: no effect on kiln's CPUs; returns 0.");
 }
 
 }  // namespace kiln::py

@@ -140,6 +140,17 @@ void init_transforms(nb::module_& m) {
       },
       "fun"_a, "vjp"_a.none(), "jvp"_a.none(), "vmap"_a.none(), "inputs"_a,
       "custom_function over a function of a list of arrays, called at once on `inputs`.");
+  m.def(
+      "_compile",
+      [](nb::callable f, bool shapeless) {
+        CompiledFn cf = kiln::compile(wrap(f, "[compile]"), shapeless);
+        return nb::cpp_function([cf](const std::vector<array>& xs) { return to_list(cf(xs)); });
+      },
+      "fun"_a, "shapeless"_a,
+      "compile over a function of a list of arrays: a callable taking and returning lists of arrays.");
+  m.def("disable_compile", &kiln::disable_compile,
+        "Make compile return functions that run uncompiled (the traced graphs are not kept).");
+  m.def("enable_compile", &kiln::enable_compile, "Undo disable_compile.");
 }
 
 }  // namespace kiln::py

@@ -12,14 +12,11 @@ import kiln
 
 mlx = pytest.importorskip("mlx.core")
 
-TRANSFORMS = "later (transforms issue)"
 BACKENDS = "later (Metal / CUDA / distributed: kiln runs on Linux CPUs)"
 
 # Names kiln does not have, with the reason.
 MISSING = {
     "": {
-        **{n: TRANSFORMS for n in ["compile", "disable_compile", "enable_compile"]},
-        "set_wired_limit": "wired (resident) memory is a Metal setting; kiln runs on CPUs",
         **{n: BACKENDS for n in ["cuda", "metal", "distributed"]},
         "einsum_path": "kiln's einsum has no contraction-path API (it contracts pairwise, left to right)",
         "qqmm": "kiln has no op multiplying two quantized operands",

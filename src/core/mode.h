@@ -24,4 +24,20 @@ class TraceGuard {
   bool prev_shapeless_;
 };
 
+// True while a function transform (vjp, jvp, vmap) is calling the function it transforms: its outputs
+// must stay lazy graphs (the Python binding of an imported function then leaves its outputs unevaluated).
+bool in_transform();
+
+// RAII: marks this thread as running a transform's call of its function (nests).
+class TransformGuard {
+ public:
+  TransformGuard();
+  ~TransformGuard();
+  TransformGuard(const TransformGuard&) = delete;
+  TransformGuard& operator=(const TransformGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
 }  // namespace kiln::detail

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/mode.h"
 #include "kiln/ops.h"
 #include "kiln/vmap.h"
 #include "primitives/autodiff_rules.h"
@@ -155,7 +156,11 @@ std::pair<std::vector<array>, std::vector<array>> vjp_impl(const Fn& fun, const 
                                                            const std::vector<array>& cotans,
                                                            const std::vector<int>& argnums) {
   std::vector<array> primals_ = copies_of(primals);
-  std::vector<array> outputs = fun(primals_);
+  std::vector<array> outputs;
+  {
+    detail::TransformGuard guard;  // the function's outputs stay lazy graphs (core/mode.h)
+    outputs = fun(primals_);
+  }
 
   // Pair the outputs with the cotangents, skipping outputs cut by stop_gradient.
   std::vector<std::pair<size_t, size_t>> pairs;
@@ -241,7 +246,11 @@ std::pair<std::vector<array>, std::vector<array>> jvp_impl(const Fn& fun, const 
     }
   }
   std::vector<array> primals_ = copies_of(primals);
-  std::vector<array> outputs = fun(primals_);
+  std::vector<array> outputs;
+  {
+    detail::TransformGuard guard;  // the function's outputs stay lazy graphs (core/mode.h)
+    outputs = fun(primals_);
+  }
   for (auto& o : outputs) {
     if (!o.valid()) throw std::invalid_argument("[jvp] The function returned an empty (default-constructed) array.");
   }

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/mode.h"
 #include "kiln/ops/shape.h"
 #include "kiln/primitive.h"
 #include "primitives/common.h"
@@ -113,7 +114,11 @@ std::vector<array> vmap_call(const VFun& fun, const std::vector<array>& inputs, 
     s_inputs.push_back(detail::placeholder(s, inputs[i].dtype()));
     mapped.emplace(s_inputs.back().desc_ptr().get(), Mapped{inputs[i], in_axes[i]});
   }
-  std::vector<array> s_outputs = fun(s_inputs);
+  std::vector<array> s_outputs;
+  {
+    detail::TransformGuard guard;  // the function's outputs stay lazy graphs (core/mode.h)
+    s_outputs = fun(s_inputs);
+  }
   for (auto& o : s_outputs) {
     if (!o.valid()) fail("[vmap] The function returned an empty (default-constructed) array.");
   }

@@ -9,7 +9,9 @@ python/src/transforms.cpp) and puts the results back in the trees' shape. Import
 (``kiln.import_function``) are functions of arrays too, so they can be transformed like any other.
 """
 
+import atexit
 import functools
+import weakref
 
 from . import _core
 from ._core import array
@@ -450,6 +452,24 @@ def _swap_leaves(tree, it):
     return old
 
 
+class _CompileCache(dict):
+    """A compiled function's traces by argument structure (weakly referenced, for the exit hook)."""
+
+    __hash__ = object.__hash__  # by identity, for the WeakSet
+
+
+# The compiled C++ functions hold their Python function in a way Python's garbage collector cannot see,
+# so a cycle through them (the function's globals naming the compiled function) would outlive the
+# interpreter: every live cache is emptied at exit.
+_compile_caches = weakref.WeakSet()
+
+
+@atexit.register
+def _clear_compile_caches():
+    for c in list(_compile_caches):
+        c.clear()
+
+
 def compile(fun, inputs=None, outputs=None, shapeless=False):
     """`fun` compiled: traced once per input signature (shapes and dtypes, or only dtypes and ranks when
     `shapeless`, plus the values of non-array arguments), simplified, and replayed on later calls.
@@ -459,7 +479,8 @@ def compile(fun, inputs=None, outputs=None, shapeless=False):
     if outputs is not None:
         raise ValueError("[compile] outputs= (implicit state updated in place by the compiled function) is not "
                          "supported by kiln yet; return the new state from the function instead.")
-    cache = {}
+    cache = _CompileCache()
+    _compile_caches.add(cache)
 
     @functools.wraps(fun)
     def wrapper(*args, **kwargs):

@@ -159,14 +159,14 @@ TEST(ApiCompat, FinfoIinfoResultTypeKindof) {
   EXPECT_EQ(mx::finfo(mx::bfloat16).eps, 1.0 / 128);
   EXPECT_FLOAT_EQ(static_cast<float>(mx::finfo(mx::bfloat16).max), 3.3895314e38f);
   EXPECT_EQ(mx::finfo(mx::float64).max, std::numeric_limits<double>::max());
-  EXPECT_THROW(mx::finfo(mx::int32), std::invalid_argument);
+  EXPECT_THROW((void)mx::finfo{mx::int32}, std::invalid_argument);
 
   EXPECT_EQ(mx::iinfo(mx::int8).min, -128);
   EXPECT_EQ(mx::iinfo(mx::int8).max, 127u);
   EXPECT_EQ(mx::iinfo(mx::uint64).max, std::numeric_limits<uint64_t>::max());
   EXPECT_EQ(mx::iinfo(mx::int64).min, std::numeric_limits<int64_t>::min());
   EXPECT_EQ(mx::iinfo(mx::uint16).min, 0);
-  EXPECT_THROW(mx::iinfo(mx::float32), std::invalid_argument);
+  EXPECT_THROW((void)mx::iinfo{mx::float32}, std::invalid_argument);
 
   mx::array i(1), f(1.0f), h(1, mx::float16);
   EXPECT_EQ(mx::result_type(i, h), mx::float16);

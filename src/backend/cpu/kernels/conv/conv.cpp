@@ -104,59 +104,12 @@ std::vector<C> weight_matrix(const array& w, const Geometry& g, bool flip) {
   }
   return m;
 }
-
-// Fill rows [r0, r1) of the patch matrix, laid out (row, group, tap, channel).
-template <typename T, typename C>
-void im2col(const T* x, const Geometry& g, int64_t r0, int64_t r1, C* patch) {
-  const int64_t row_len = g.G * g.K * g.Cg;
-  const int64_t plane = g.out[0] * g.out[1] * g.out[2];
-  const size_t grain = std::max<size_t>(1, cpu::kGrainMedium / std::max<int64_t>(row_len, 1));
-  cpu::parallel_for(static_cast<size_t>(r1 - r0), grain, [&](size_t b, size_t e) {
-    for (int64_t r = r0 + static_cast<int64_t>(b); r < r0 + static_cast<int64_t>(e); ++r) {
-      C* row = patch + (r - r0) * row_len;
-      const int64_t n = r / plane;
-      int64_t rem = r % plane;
-      const int64_t o2 = rem % g.out[2];
-      rem /= g.out[2];
-      const int64_t o1 = rem % g.out[1];
-      const int64_t o0 = rem / g.out[1];
-      const int64_t* t0 = g.tab[0].data() + o0 * g.k[0];
-      const int64_t* t1 = g.tab[1].data() + o1 * g.k[1];
-      const int64_t* t2 = g.tab[2].data() + o2 * g.k[2];
-      const T* xn = x + n * g.n_st;
-      int64_t k = 0;
-      for (int64_t j0 = 0; j0 < g.k[0]; ++j0) {
-        for (int64_t j1 = 0; j1 < g.k[1]; ++j1) {
-          for (int64_t j2 = 0; j2 < g.k[2]; ++j2, ++k) {
-            const int64_t i0 = t0[j0], i1 = t1[j1], i2 = t2[j2];
-            const bool ok = i0 >= 0 && i1 >= 0 && i2 >= 0;
-            const T* src = xn + i0 * g.in_st[0] + i1 * g.in_st[1] + i2 * g.in_st[2];
-            for (int64_t grp = 0; grp < g.G; ++grp) {
-              C* dst = row + (grp * g.K + k) * g.Cg;
-              if (!ok) {
-                std::fill(dst, dst + g.Cg, C(0));
-              } else if (g.c_st == 1) {
-                const T* s = src + grp * g.Cg;
-                for (int64_t c = 0; c < g.Cg; ++c) dst[c] = static_cast<C>(static_cast<detail::acc_t<T>>(s[c]));
-              } else {
-                const T* s = src + grp * g.Cg * g.c_st;
-                for (int64_t c = 0; c < g.Cg; ++c) {
-                  dst[c] = static_cast<C>(static_cast<detail::acc_t<T>>(s[c * g.c_st]));
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-  });
-}
-
 // Output row r of `plane` positions per batch entry (entry n, position (o0, o1, o2)): calls
-// f(n, i0, i1, i2, k) for every tap k whose input position (i0, i1, i2) lies inside the input (the
-// geometry's tables hold -1 for taps in the padding or between dilated inputs).
+// f(n, i0, i1, i2, k, inside) for every tap k, `inside` telling whether its input position (i0, i1, i2)
+// lies inside the input (the geometry's tables hold -1 for taps in the padding or between dilated
+// inputs).
 template <class F>
-inline void for_each_tap(const Geometry& g, int64_t r, int64_t plane, F&& f) {
+inline void walk_taps(const Geometry& g, int64_t r, int64_t plane, F&& f) {
   const int64_t n = r / plane;
   int64_t rem = r % plane;
   const int64_t o2 = rem % g.out[2];
@@ -171,11 +124,51 @@ inline void for_each_tap(const Geometry& g, int64_t r, int64_t plane, F&& f) {
     for (int64_t j1 = 0; j1 < g.k[1]; ++j1) {
       for (int64_t j2 = 0; j2 < g.k[2]; ++j2, ++k) {
         const int64_t i0 = t0[j0], i1 = t1[j1], i2 = t2[j2];
-        if (i0 >= 0 && i1 >= 0 && i2 >= 0) f(n, i0, i1, i2, k);
+        f(n, i0, i1, i2, k, i0 >= 0 && i1 >= 0 && i2 >= 0);
       }
     }
   }
 }
+
+// The taps of output row r that lie inside the input: f(n, i0, i1, i2, k).
+template <class F>
+inline void for_each_tap(const Geometry& g, int64_t r, int64_t plane, F&& f) {
+  walk_taps(g, r, plane, [&](int64_t n, int64_t i0, int64_t i1, int64_t i2, int64_t k, bool inside) {
+    if (inside) f(n, i0, i1, i2, k);
+  });
+}
+
+
+// Fill rows [r0, r1) of the patch matrix, laid out (row, group, tap, channel).
+template <typename T, typename C>
+void im2col(const T* x, const Geometry& g, int64_t r0, int64_t r1, C* patch) {
+  const int64_t row_len = g.G * g.K * g.Cg;
+  const int64_t plane = g.out[0] * g.out[1] * g.out[2];
+  const size_t grain = std::max<size_t>(1, cpu::kGrainMedium / std::max<int64_t>(row_len, 1));
+  cpu::parallel_for(static_cast<size_t>(r1 - r0), grain, [&](size_t b, size_t e) {
+    for (int64_t r = r0 + static_cast<int64_t>(b); r < r0 + static_cast<int64_t>(e); ++r) {
+      C* row = patch + (r - r0) * row_len;
+      walk_taps(g, r, plane, [&](int64_t n, int64_t i0, int64_t i1, int64_t i2, int64_t k, bool inside) {
+        const T* src = x + n * g.n_st + i0 * g.in_st[0] + i1 * g.in_st[1] + i2 * g.in_st[2];
+        for (int64_t grp = 0; grp < g.G; ++grp) {
+          C* dst = row + (grp * g.K + k) * g.Cg;
+          if (!inside) {
+            std::fill(dst, dst + g.Cg, C(0));
+          } else if (g.c_st == 1) {
+            const T* s = src + grp * g.Cg;
+            for (int64_t c = 0; c < g.Cg; ++c) dst[c] = static_cast<C>(static_cast<detail::acc_t<T>>(s[c]));
+          } else {
+            const T* s = src + grp * g.Cg * g.c_st;
+            for (int64_t c = 0; c < g.Cg; ++c) {
+              dst[c] = static_cast<C>(static_cast<detail::acc_t<T>>(s[c * g.c_st]));
+            }
+          }
+        }
+      });
+    }
+  });
+}
+
 
 // Depthwise convolution (one input channel per group): out[oc] = sum_k x[pos_k, oc / Og] * w[oc, k]. A
 // gemm per group would be a matrix-vector product of width 1; instead the output channels form the

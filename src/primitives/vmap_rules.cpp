@@ -77,6 +77,18 @@ const RuleTable& rules() {
   return table;
 }
 
+Shape with_batch(const Shape& s, int size) {
+  Shape out = s;
+  out.insert(out.begin(), size);
+  return out;
+}
+
+std::vector<int32_t> plus_one(const std::vector<int32_t>& axes) {
+  std::vector<int32_t> out;
+  for (int a : axes) out.push_back(a + 1);
+  return out;
+}
+
 array align_front(const array& x, int rank) {
   const int r = static_cast<int>(x.ndim()) - 1;
   if (r >= rank) return x;

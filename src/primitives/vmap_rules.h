@@ -74,6 +74,10 @@ KILN_FAMILIES(KILN_DECLARE_VMAP_FAMILY)
 // `x` (batch axis at 0, unbatched rank `r` = x.ndim() - 1) reshaped to (B, 1, ..., 1, ...rest) with
 // `rank` unbatched dimensions, so it broadcasts against unbatched operands of rank `rank`.
 array align_front(const array& x, int rank);
+// `s` with the batch size prepended.
+Shape with_batch(const Shape& s, int size);
+// Axes of a state shifted past a batch axis put in front.
+std::vector<int32_t> plus_one(const std::vector<int32_t>& axes);
 // Rows whose kernels treat leading axes as batch dimensions (decompositions, last-axis transforms):
 // every input brought to the front (unmapped ones broadcast), the same state, every output spec with the
 // batch size prepended; the outputs' batch axes are 0.

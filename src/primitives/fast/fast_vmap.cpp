@@ -19,12 +19,6 @@ namespace kiln::vmap_rules {
 
 namespace {
 
-Shape with_batch(const Shape& s, int size) {
-  Shape out = s;
-  out.insert(out.begin(), size);
-  return out;
-}
-
 // Keeps the batch axis unless it is the normalized (last) one.
 Result rows_rule(const Args& a) {
   const int k = a.axes[0];

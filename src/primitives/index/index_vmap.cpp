@@ -12,17 +12,6 @@ namespace kiln::vmap_rules {
 
 namespace {
 
-Shape with_batch(const Shape& s, int size) {
-  Shape out = s;
-  out.insert(out.begin(), size);
-  return out;
-}
-std::vector<int32_t> plus_one(const std::vector<int32_t>& axes) {
-  std::vector<int32_t> out;
-  for (int a : axes) out.push_back(a + 1);
-  return out;
-}
-
 // arange(size) of `dtype`, shaped (size, 1, ..., 1) and broadcast to `shape` (batch first).
 array batch_index(int size, Dtype dtype, const Shape& shape) {
   Shape s(shape.size(), 1);

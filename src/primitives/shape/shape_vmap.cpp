@@ -11,16 +11,6 @@ namespace kiln::vmap_rules {
 
 namespace {
 
-Shape with_batch(const Shape& s, int size) {
-  Shape out = s;
-  out.insert(out.begin(), size);
-  return out;
-}
-std::vector<int32_t> plus_one(const std::vector<int32_t>& axes) {
-  std::vector<int32_t> out;
-  for (int a : axes) out.push_back(a + 1);
-  return out;
-}
 std::vector<int32_t> lead(const std::vector<int32_t>& v, int32_t first) {
   std::vector<int32_t> out{first};
   out.insert(out.end(), v.begin(), v.end());

@@ -65,13 +65,19 @@ const RowFns* row_fns_scalar() {
 void set_row_isa_for_testing(int level) { g_cap.store(level); }
 
 const RowFns& row_fns() {
-  static const RowFns* best[3] = {row_fns_scalar(), row_fns_avx2(), row_fns_avx512()};
   // Isa::avx512bf16 adds nothing to the row loops: the AVX-512 build serves it.
   int level = std::min(static_cast<int>(cpu::isa_level()), 2);
   const int cap = g_cap.load(std::memory_order_relaxed);
   if (cap >= 0 && cap < level) level = cap;
-  while (level > 0 && !best[level]) --level;
-  return *best[level];
+  // Only the chosen level's table is built: building one runs that ISA's code (its static
+  // initializer is compiled for the ISA), which a CPU without it cannot execute.
+  if (level >= 2) {
+    if (const RowFns* f = row_fns_avx512()) return *f;
+  }
+  if (level >= 1) {
+    if (const RowFns* f = row_fns_avx2()) return *f;
+  }
+  return *row_fns_scalar();
 }
 
 }  // namespace kiln::fastk::rows

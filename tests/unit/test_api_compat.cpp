@@ -330,6 +330,7 @@ TEST(ApiCompat, Fp8Codes) {
   for (auto& [v, c] : known) in.push_back(v);
   auto codes = mx::to_fp8(mx::array(in.data(), {static_cast<int>(in.size())}));
   ASSERT_EQ(codes.dtype(), mx::uint8);
+  mx::eval(codes);
   for (size_t i = 0; i < known.size(); ++i) {
     EXPECT_EQ(static_cast<int>(codes.data<uint8_t>()[i]), known[i].second) << "value " << known[i].first;
   }
@@ -341,13 +342,14 @@ TEST(ApiCompat, Fp8Codes) {
     EXPECT_EQ(values.dtype(), t);
     auto back = mx::to_fp8(values);
     auto f = mx::astype(values, mx::float32);
+    mx::eval(back, f);
     for (int i = 0; i < 256; ++i) {
       const bool is_nan = (i & 0x7f) == 0x7f;
       EXPECT_EQ(std::isnan(f.data<float>()[i]), is_nan) << "code " << i;
       EXPECT_EQ(static_cast<int>(back.data<uint8_t>()[i]), is_nan ? (i & 0x80) | 0x7e : i) << "code " << i;
     }
   }
-  EXPECT_EQ(mx::from_fp8(mx::array({0x38, 0x01, 0x7E}, mx::uint8), mx::float32).data<float>()[2], 448.0f);
+  EXPECT_EQ(mx::from_fp8(mx::array({0x7E}, mx::uint8), mx::float32).item<float>(), 448.0f);
   EXPECT_EQ(mx::from_fp8(mx::array({0x01}, mx::uint8), mx::float32).item<float>(), 0x1p-9f);
   try {
     mx::to_fp8(mx::array({1, 2}));

@@ -177,8 +177,9 @@ int32_t array::shape(int dim) const {
   int nd = static_cast<int>(ndim());
   int ax = dim < 0 ? dim + nd : dim;
   if (ax < 0 || ax >= nd) {
-    throw std::invalid_argument("[array::shape] Axis " + std::to_string(dim) + " is out of bounds for an array with " +
-                                std::to_string(nd) + " dimensions.");
+    // out_of_range, as MLX's (its shape(dim) indexes the shape vector with at()).
+    throw std::out_of_range("[array::shape] Axis " + std::to_string(dim) + " is out of bounds for an array with " +
+                            std::to_string(nd) + " dimensions.");
   }
   return desc().shape[ax];
 }

@@ -2,6 +2,7 @@
 // buffer with strides and an offset, so views never copy) or the graph node that will compute it.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -122,7 +123,13 @@ class array {
   template <typename T>
   array(const std::vector<T>& data, const Shape& shape, Dtype dtype = dtype_of<T>) : array(shape, dtype) {
     check_count(data.size());
-    store_from(data.data(), storage_dtype_of<T>, data.size());
+    if constexpr (std::is_same_v<T, bool>) {  // packed bits: no data() to read from
+      std::unique_ptr<bool[]> values(new bool[data.size() > 0 ? data.size() : 1]);
+      std::copy(data.begin(), data.end(), values.get());
+      store_from(values.get(), storage_dtype_of<T>, data.size());
+    } else {
+      store_from(data.data(), storage_dtype_of<T>, data.size());
+    }
   }
   // Elements read through any iterator (`shape`'s element count of them), as MLX's array(It, Shape).
   template <typename It>
@@ -132,10 +139,11 @@ class array {
         Dtype dtype = dtype_of<typename std::iterator_traits<It>::value_type>)
       : array(shape, dtype) {
     using T = std::remove_cv_t<typename std::iterator_traits<It>::value_type>;
-    std::vector<T> values;
-    values.reserve(size());
-    for (size_t i = 0; i < size(); ++i, ++first) values.push_back(*first);
-    store_from(values.data(), storage_dtype_of<T>, values.size());
+    // A plain buffer, not a std::vector: std::vector<bool> (whose iterators MLX accepts) has no data().
+    const size_t n = size();
+    std::unique_ptr<T[]> values(new T[n > 0 ? n : 1]);
+    for (size_t i = 0; i < n; ++i, ++first) values[i] = *first;
+    store_from(values.get(), storage_dtype_of<T>, n);
   }
   // The caller's row-major buffer of `shape`'s elements, used without copying; `deleter(data)` runs
   // once, when the last array (or view) using the buffer is gone.
@@ -190,7 +198,8 @@ class array {
   size_t data_size() const;
 
   // Tracers: arrays a function transformation passes in while it traces the function. is_tracer()
-  // is true only while such a trace is running (outside one, set_tracer(true) has no effect).
+  // is true only while such a trace or a transform (vjp, jvp) runs (outside one, set_tracer(true) has no
+  // effect); an array computed from a tracer then is one too, and keeps its graph when evaluated.
   void set_tracer(bool t) { desc().tracer = t; }
   bool is_tracer() const;
 

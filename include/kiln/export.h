@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <variant>
@@ -240,6 +241,22 @@ namespace kiln {
 // use, except those given a name in `names` (an array and its name; MLX's NodeNamer::set_name).
 void export_to_dot(std::ostream& os, const std::vector<array>& outputs,
                    const std::vector<std::pair<array, std::string>>& names = {});
+
+// A text listing of the same graph, as MLX's print_graph: "Inputs: " and "Outputs: " lines naming each
+// array with its shape and dtype ("A [(2,3), float32]"), then one line per node in evaluation order,
+// "<primitive> <inputs> -> <outputs>". Names as export_to_dot's.
+void print_graph(std::ostream& os, const std::vector<array>& outputs,
+                 const std::vector<std::pair<array, std::string>>& names = {});
+template <typename... Arrays>
+  requires(sizeof...(Arrays) > 0 && (std::is_same_v<std::decay_t<Arrays>, array> && ...))
+void print_graph(std::ostream& os, Arrays&&... outputs) {
+  print_graph(os, std::vector<array>{std::forward<Arrays>(outputs)...});
+}
+template <typename... Arrays>
+  requires(sizeof...(Arrays) > 0 && (std::is_same_v<std::decay_t<Arrays>, array> && ...))
+void export_to_dot(std::ostream& os, Arrays&&... outputs) {
+  export_to_dot(os, std::vector<array>{std::forward<Arrays>(outputs)...});
+}
 
 struct ImportedFunction;
 

@@ -474,11 +474,10 @@ def compile(fun, inputs=None, outputs=None, shapeless=False):
     """`fun` compiled: traced once per input signature (shapes and dtypes, or only dtypes and ranks when
     `shapeless`, plus the values of non-array arguments), simplified, and replayed on later calls.
     `inputs` names implicit inputs (a tree of arrays the function reads without taking them as
-    arguments, e.g. a model's parameters): they are read at every call. `outputs` (implicit state
-    written in place) is not supported by kiln yet."""
-    if outputs is not None:
-        raise ValueError("[compile] outputs= (implicit state updated in place by the compiled function) is not "
-                         "supported by kiln yet; return the new state from the function instead.")
+    arguments, e.g. a model's parameters): they are read at every call. `outputs` names implicit
+    outputs (a tree of lists and dicts the function writes new arrays into, e.g. an optimizer's state,
+    often the same tree as `inputs`): as MLX's, their arrays become extra outputs of the compiled graph
+    and are written back into those containers after every call."""
     cache = _CompileCache()
     _compile_caches.add(cache)
 
@@ -498,15 +497,23 @@ def compile(fun, inputs=None, outputs=None, shapeless=False):
                 old = _swap_leaves(inputs, it)
                 try:
                     out = fun(*a, **kw)
+                    # The implicit outputs as the function left them (read before the inputs are put
+                    # back, which may be the same containers).
+                    state = _flatten(outputs, False, "[compile]")
                 finally:
                     _swap_leaves(inputs, iter(old))
                 held["out"] = out
-                return _flatten(out, True, "[compile]", "output")
+                flat_out = _flatten(out, True, "[compile]", "output")
+                held["n"] = len(flat_out)
+                return flat_out + state
 
             entry = cache[key] = (_core._compile(flat, shapeless), held)
         compiled, held = entry
         outs = compiled(_flatten(tree, False, "[compile]"))
-        return _fill(held["out"], iter(outs))
+        n = held["n"]
+        if outputs is not None:
+            _swap_leaves(outputs, iter(outs[n:]))
+        return _fill(held["out"], iter(outs[:n]))
 
     return wrapper
 

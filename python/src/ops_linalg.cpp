@@ -1,5 +1,5 @@
 // kiln ops, matrix family: addmm, block_masked_mm, gather_mm, hadamard_transform, tensordot, diagonal,
-// diag, trace, einsum and depends.
+// diag, trace, einsum, einsum_path and depends.
 #include "ops_common.h"
 
 namespace kiln::py {
@@ -91,6 +91,23 @@ void init_ops_linalg(nb::module_& m) {
       },
       "subscripts"_a, "operands"_a, nb::kw_only(), KILN_STREAM,
       "Einstein summation over the operands, e.g. einsum('ij,jk->ik', a, b).");
+  m.def(
+      "einsum_path",
+      [](const std::string& subscripts, const nb::args& operands) {
+        std::vector<array> ops;
+        for (nb::handle h : operands) ops.push_back(arr(h, "einsum_path"));
+        auto [path, info] = einsum_path(subscripts, ops);
+        nb::list steps;
+        for (auto& p : path) {
+          nb::list step;
+          for (int i : p) step.append(i);
+          steps.append(nb::tuple(step));
+        }
+        return nb::make_tuple(steps, info);
+      },
+      "subscripts"_a, "operands"_a,
+      "The contraction order einsum's subscripts get under MLX's greedy planner, as (a list of tuples of "
+      "operand positions, a summary string).");
   m.def(
       "depends",
       [](nb::handle inputs, nb::handle dependencies) -> nb::object {

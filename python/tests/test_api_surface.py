@@ -18,7 +18,6 @@ BACKENDS = "later (Metal / CUDA / distributed: kiln runs on Linux CPUs)"
 MISSING = {
     "": {
         **{n: BACKENDS for n in ["cuda", "metal", "distributed"]},
-        "einsum_path": "kiln's einsum has no contraction-path API (it contracts pairwise, left to right)",
         "qqmm": "kiln has no op multiplying two quantized operands",
     },
     "random": {},

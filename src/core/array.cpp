@@ -110,6 +110,16 @@ array::array(Shape shape, Dtype dtype, std::shared_ptr<Node> node, uint32_t out_
     : desc_(std::make_shared<detail::ArrayDesc>(std::move(shape), dtype)) {
   desc_->node = std::move(node);
   desc_->out_index = out_index;
+  // As MLX: while a function is traced or transformed, what is computed from a tracer is a tracer (so
+  // that evaluating it inside the function keeps its graph for the transform, eval.cpp).
+  if (desc_->node && (detail::in_tracing() || detail::in_transform())) {
+    for (auto& in : desc_->node->inputs) {
+      if (in.valid() && in.desc().tracer) {
+        desc_->tracer = true;
+        break;
+      }
+    }
+  }
 }
 
 array array::from_bytes(const void* bytes, size_t nbytes, Shape shape, Dtype dtype) {
@@ -161,14 +171,15 @@ size_t array::data_size() const {
   return static_cast<size_t>(span);
 }
 
-bool array::is_tracer() const { return desc().tracer && detail::in_tracing(); }
+bool array::is_tracer() const { return desc().tracer && (detail::in_tracing() || detail::in_transform()); }
 
 int32_t array::shape(int dim) const {
   int nd = static_cast<int>(ndim());
   int ax = dim < 0 ? dim + nd : dim;
   if (ax < 0 || ax >= nd) {
-    throw std::invalid_argument("[array::shape] Axis " + std::to_string(dim) + " is out of bounds for an array with " +
-                                std::to_string(nd) + " dimensions.");
+    // out_of_range, as MLX's (its shape(dim) indexes the shape vector with at()).
+    throw std::out_of_range("[array::shape] Axis " + std::to_string(dim) + " is out of bounds for an array with " +
+                            std::to_string(nd) + " dimensions.");
   }
   return desc().shape[ax];
 }

@@ -102,7 +102,8 @@ void run_node(const std::shared_ptr<Node>& node) {
     if (!o.is_available()) {
       throw std::logic_error("[eval] The " + node->def->name + " kernel did not produce an output.");
     }
-    o.detach();
+    // A tracer keeps its graph: the transform tracing the function still has to walk through it.
+    if (!o.is_tracer()) o.detach();
   }
 }
 

@@ -1,5 +1,5 @@
 // Graphviz DOT export of a lazy graph (export.h): the layout MLX's export_to_dot writes, so that tools
-// reading MLX's .dot files read kiln's.
+// reading MLX's .dot files read kiln's; and print_graph, the same walk as MLX's text listing.
 #include <functional>
 #include <ostream>
 #include <string>
@@ -98,6 +98,33 @@ void export_to_dot(std::ostream& os, const std::vector<array>& outputs,
     }
   });
   os << "}";
+}
+
+void print_graph(std::ostream& os, const std::vector<array>& outputs,
+                 const std::vector<std::pair<array, std::string>>& names) {
+  for (auto& o : outputs) {
+    if (!o.valid()) throw std::invalid_argument("[print_graph] Use of an empty (default-constructed) array.");
+  }
+  std::vector<array> tape, inputs;
+  walk(outputs, [&](const array& a) { (a.has_primitive() ? tape : inputs).push_back(a); });
+  DotNames name(names);
+  auto list = [&](const std::vector<array>& arrs) {
+    for (size_t i = 0; i < arrs.size(); ++i) {
+      os << (i ? ", " : "") << name(arrs[i]) << " [" << arrs[i].shape() << ", " << arrs[i].dtype() << "]";
+    }
+  };
+  os << "Inputs: ";
+  list(inputs);
+  os << "\nOutputs: ";
+  list(outputs);
+  os << "\n";
+  for (auto& a : tape) {
+    os << primitive_label(*a.node()) << " ";
+    list(a.inputs());
+    os << " -> ";
+    list(a.outputs());
+    os << "\n";
+  }
 }
 
 }  // namespace kiln

@@ -102,7 +102,10 @@ const Rule& rule_for(const Node& node, const char* mode) {
 
 std::vector<array> copies_of(const std::vector<array>& primals) {
   std::vector<array> out;
-  for (auto& p : primals) out.push_back(copy(p, stream_of(p)));
+  for (auto& p : primals) {
+    out.push_back(copy(p, stream_of(p)));
+    out.back().set_tracer(true);  // what the function computes from it is a tracer too (core/array.cpp)
+  }
   return out;
 }
 

@@ -306,3 +306,104 @@ TEST(ApiCompat, IteratorAndUserBufferConstructors) {
   EXPECT_EQ(deleted, 1);
   EXPECT_THROW(mx::array(nullptr, mx::Shape{2}, mx::float32, [](void*) {}), std::invalid_argument);
 }
+
+TEST(ApiCompat, BoolVectorConstructors) {
+  std::vector<bool> v{true, false, false, true};
+  mx::array a(v.begin(), {2, 2});
+  EXPECT_EQ(a.dtype(), mx::bool_);
+  EXPECT_TRUE(mx::array_equal(a, mx::array({true, false, false, true}, {2, 2})).item<bool>());
+  mx::array b(v, {4});
+  EXPECT_EQ(b.dtype(), mx::bool_);
+  EXPECT_EQ(mx::sum(b).item<int>(), 2);
+}
+
+TEST(ApiCompat, Fp8Codes) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  // value -> E4M3 code: exact values, ties to even (1.0625 -> 1.0, 1.1875 -> 1.25, 1.5 x 2^-9 -> 2 x 2^-9),
+  // subnormals, the largest normal, and saturation of everything at or past 448.
+  const std::vector<std::pair<float, int>> known = {
+      {0.0f, 0x00},      {-0.0f, 0x80},       {1.0f, 0x38},         {-1.0f, 0xB8},       {1.125f, 0x39},
+      {1.0625f, 0x38},   {1.1875f, 0x3A},     {0x1p-9f, 0x01},      {0x1.8p-9f, 0x02},   {0x1p-6f, 0x08},
+      {0x1.cp-7f, 0x07}, {448.0f, 0x7E},      {-448.0f, 0xFE},      {600.0f, 0x7E},      {-600.0f, 0xFE},
+      {inf, 0x7E},       {-inf, 0xFE},        {nan, 0x7E},          {240.0f, 0x77},      {0.1f, 0x1D}};
+  std::vector<float> in;
+  for (auto& [v, c] : known) in.push_back(v);
+  auto codes = mx::to_fp8(mx::array(in.data(), {static_cast<int>(in.size())}));
+  ASSERT_EQ(codes.dtype(), mx::uint8);
+  mx::eval(codes);
+  for (size_t i = 0; i < known.size(); ++i) {
+    EXPECT_EQ(static_cast<int>(codes.data<uint8_t>()[i]), known[i].second) << "value " << known[i].first;
+  }
+  // Every code decodes and encodes back to itself, except the NaN codes (which saturate).
+  std::vector<uint8_t> all(256);
+  for (int i = 0; i < 256; ++i) all[i] = static_cast<uint8_t>(i);
+  for (mx::Dtype t : {mx::float32, mx::float16, mx::bfloat16}) {
+    auto values = mx::from_fp8(mx::array(all.data(), {256}, mx::uint8), t);
+    EXPECT_EQ(values.dtype(), t);
+    auto back = mx::to_fp8(values);
+    auto f = mx::astype(values, mx::float32);
+    mx::eval(back, f);
+    for (int i = 0; i < 256; ++i) {
+      const bool is_nan = (i & 0x7f) == 0x7f;
+      EXPECT_EQ(std::isnan(f.data<float>()[i]), is_nan) << "code " << i;
+      EXPECT_EQ(static_cast<int>(back.data<uint8_t>()[i]), is_nan ? (i & 0x80) | 0x7e : i) << "code " << i;
+    }
+  }
+  EXPECT_EQ(mx::from_fp8(mx::array({0x7E}, mx::uint8), mx::float32).item<float>(), 448.0f);
+  EXPECT_EQ(mx::from_fp8(mx::array({0x01}, mx::uint8), mx::float32).item<float>(), 0x1p-9f);
+  try {
+    mx::to_fp8(mx::array({1, 2}));
+    ADD_FAILURE() << "to_fp8 of int32 did not throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "[to_fp8] Only real floating types are supported but x.dtype() == int32.");
+  }
+  try {
+    mx::from_fp8(mx::array({1.0f}), mx::float32);
+    ADD_FAILURE() << "from_fp8 of float32 did not throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "[from_fp8] Input must have type uint8 but x.dtype() == float32.");
+  }
+  EXPECT_THROW(mx::from_fp8(mx::array({1}, mx::uint8), mx::int32), std::invalid_argument);
+}
+
+TEST(ApiCompat, EinsumPath) {
+  // ab,bc,cd with a small b and c: b c first frees the most (20 + 30 - 6), then the rest.
+  auto [path, info] = mx::einsum_path("ab,bc,cd", {mx::ones({10, 2}), mx::ones({2, 10}), mx::ones({10, 3})});
+  EXPECT_EQ(path, (std::vector<std::vector<int>>{{1, 2}, {0, 1}}));
+  EXPECT_EQ(info.rfind("  Complete contraction:  ab,bc,cd\n         Naive scaling:  4\n", 0), 0u) << info;
+  // One or two operands: a single step over all of them.
+  EXPECT_EQ(mx::einsum_path("ij,jk", {mx::ones({2, 3}), mx::ones({3, 4})}).first, (std::vector<std::vector<int>>{{0, 1}}));
+  EXPECT_EQ(mx::einsum_path("ii", {mx::ones({3, 3})}).first, (std::vector<std::vector<int>>{{0}}));
+  // Only outer products left: they are taken anyway.
+  EXPECT_EQ(mx::einsum_path("a,b,c", {mx::ones({2}), mx::ones({3}), mx::ones({4})}).first.size(), 2u);
+  try {
+    mx::einsum_path("ij,jk", {mx::ones({2, 3})});
+    ADD_FAILURE() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "[einsum_path] Number of operands, 1, does not match number of input subscripts, 2");
+  }
+  EXPECT_THROW(mx::einsum_path("i", {}), std::invalid_argument);
+  // einsum's own errors keep their tag after einsum_path failed.
+  try {
+    mx::einsum("ij,jk", {mx::ones({2, 3})});
+    ADD_FAILURE() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), ::testing::StartsWith("[einsum] "));
+  }
+}
+
+TEST(ApiCompat, PrintGraph) {
+  mx::array x = mx::array({1.0f, 2.0f});
+  mx::array y = mx::exp(x);
+  mx::array z = mx::add(y, x);
+  std::ostringstream os;
+  mx::print_graph(os, z);
+  EXPECT_EQ(os.str(), "Inputs: A [(2), float32]\nOutputs: B [(2), float32]\nExp A [(2), float32] -> C [(2), float32]\n"
+                      "Add C [(2), float32], A [(2), float32] -> B [(2), float32]\n");
+  std::ostringstream named;
+  mx::print_graph(named, {z}, {{x, "x"}});
+  EXPECT_EQ(named.str().substr(0, 20), "Inputs: x [(2), floa");
+  std::ostringstream dot;
+  mx::export_to_dot(dot, z);
+  EXPECT_EQ(dot.str().rfind("digraph {", 0), 0u);
+}

@@ -72,19 +72,24 @@ TEST(AutodiffCoverage, CasesNameRealRows) {
 
 // ---- errors ----
 
-TEST(AutodiffErrors, UncoveredCasesNameTheRow) {
-  // Every row has an entry now (kNoRuleYet is empty); the cases a rule does not cover name the row.
-  auto cp = [](const array& x) { return mx::sum(mx::cumprod(x, 0)); };
-  array x = mx::ones({3}, mx::float32);
+TEST(AutodiffErrors, ScanOfIntegersNamesTheRow) {
+  // cumprod / cummax / cummin have rules; an integer input has no derivative and says so.
+  array x = mx::array({1, 2, 3}, mx::int32);
   const std::string scan = mx::cumprod(x, 0).node()->def->display_name(mx::cumprod(x, 0).node()->state);
-  EXPECT_EQ(message_of([&] { mx::grad(cp)(x); }),
-            "[vjp] Not implemented for " + scan + " in kiln yet (only cumsum and logcumsumexp have derivative rules).");
-  // A convolution with groups (the cases its rule does not cover yet).
-  auto g = [](const array& y) {
-    return mx::sum(mx::conv_general(y, mx::ones({2, 2, 1}, mx::float32), {1}, {0}, {0}, {1}, {1}, 2, false));
+  EXPECT_EQ(message_of([&] { mx::vjp([](const A& a) { return A{mx::cumprod(a[0], 0)}; }, {x}, {x}); }),
+            "[vjp] " + scan + " of an integer or bool input has no derivative (found int32).");
+}
+
+TEST(AutodiffErrors, QuantizedWeightsAndNonAffineScalesGiveMlxText) {
+  auto qs = mx::quantize(mx::ones({8, 32}, mx::float32), 32, 4, "mxfp4");
+  array x = mx::ones({2, 32}, mx::float32);
+  array cot = mx::ones({2, 8}, mx::float32);
+  // The mxfp4 scales are uint8 codes: asked for through a float copy of them the row still refuses.
+  auto f = [&](const A& a) {
+    return A{mx::quantized_matmul(a[0], qs[0], mx::astype(a[1], mx::uint8), std::nullopt, true, 32, 4, "mxfp4")};
   };
-  EXPECT_EQ(message_of([&] { mx::grad(g)(mx::ones({1, 4, 2}, mx::float32)); }),
-            "[vjp] Not implemented for Convolution with groups or input dilation in kiln yet.");
+  EXPECT_EQ(message_of([&] { mx::vjp(f, {x, mx::astype(qs[1], mx::float32)}, {cot}); }),
+            "[QuantizedMatmul::vjp] no gradient wrt scales with mxfp4 quantization.");
 }
 
 TEST(AutodiffErrors, NotDifferentiableRowGivesMlxText) {

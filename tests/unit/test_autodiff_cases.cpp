@@ -183,6 +183,35 @@ std::vector<Case> build() {
   c.push_back({"Scan", "logcumsumexp forward and reverse",
                [](const A& x) { return A{mx::logcumsumexp(x[0], 1), mx::logcumsumexp(x[0], 1, true)}; },
                {rnd({2, 4}, -1, 1, mx::float32)}, 1e-2});
+  c.push_back({"Scan", "cumprod, all four directions",
+               [](const A& x) {
+                 return A{mx::cumprod(x[0], 1), mx::cumprod(x[0], 1, true, true), mx::cumprod(x[0], 0, false, false),
+                          mx::cumprod(x[0], 1, true, false)};
+               },
+               {rnd({3, 4}, 0.5, 1.5)}});
+  // Exact zeros: the first zero of a line (in scan order) has a nonzero derivative, the later ones and the
+  // inputs past them none; rows with one zero, two zeros and none, in every direction.
+  c.push_back({"Scan", "cumprod through zeros, all four directions",
+               [](const A& x) {
+                 return A{mx::cumprod(x[0], 1), mx::cumprod(x[0], 1, true, true), mx::cumprod(x[0], 1, false, false),
+                          mx::cumprod(x[0], 1, true, false)};
+               },
+               {array({0.9, 0.0, 1.3, 0.7, 1.1, 0.0, 1.2, 0.0, 0.8, 1.4, 0.6, 1.2, 0.0, 0.5, 0.0},
+                      {3, 5}, mx::float64)}});
+  // An exclusive scan's first output is the identity (the dtype's lowest or highest value): sliced off, as
+  // it would swamp the weighted sum.
+  for (bool is_max : {true, false}) {
+    c.push_back({"Scan", std::string(is_max ? "cummax" : "cummin") + ", all four directions",
+                 [is_max](const A& x) {
+                   auto f = [is_max](const array& a, int axis, bool reverse, bool inclusive) {
+                     return is_max ? mx::cummax(a, axis, reverse, inclusive) : mx::cummin(a, axis, reverse, inclusive);
+                   };
+                   return A{f(x[0], 1, false, true), f(x[0], 1, true, true),
+                            mx::slice(f(x[0], 0, false, false), {1, 0}, {3, 5}),
+                            mx::slice(f(x[0], 1, true, false), {0, 0}, {3, 4})};
+                 },
+                 {rnd({3, 5}, -1, 1)}});
+  }
   // ---- shape ----
   c.push_back({"Reshape", "reshape", [](const A& x) { return A{mx::reshape(x[0], {3, 2}) * 2.0}; }, {rnd({2, 3}, -1, 1)}});
   c.push_back({"Transpose", "transpose", [](const A& x) { return A{mx::transpose(x[0], {2, 0, 1}) * 2.0}; },
@@ -281,6 +310,20 @@ std::vector<Case> build() {
   c.push_back({"Convolution", "2-D flipped, stride 2",
                [](const A& x) { return A{mx::conv_general(x[0], x[1], {2, 1}, {0, 1}, {1, 0}, {1, 2}, {1, 1}, 1, true)}; },
                {rnd({1, 6, 5, 2}, -1, 1, mx::float32), rnd({3, 2, 2, 2}, -1, 1, mx::float32)}, 1e-2});
+  // Groups and input dilation, 1-D to 3-D, in float64 (the CPU convolution accumulates in float64).
+  c.push_back({"Convolution", "1-D: two groups, input dilation 2, stride 2, padding",
+               [](const A& x) { return A{mx::conv_general(x[0], x[1], {2}, {1}, {2}, {1}, {2}, 2, false)}; },
+               {rnd({2, 7, 4}, -1, 1), rnd({6, 3, 2}, -1, 1)}});
+  c.push_back({"Convolution", "2-D flipped: three groups, input dilation (2, 3), kernel dilation (1, 2)",
+               [](const A& x) { return A{mx::conv_general(x[0], x[1], {1, 2}, {1, 0}, {0, 2}, {1, 2}, {2, 3}, 3, true)}; },
+               {rnd({1, 4, 3, 3}, -1, 1), rnd({3, 2, 2, 1}, -1, 1)}});
+  // 3-D: one group (a grouped 3-D convolution is refused by the forward op, as MLX's).
+  c.push_back({"Convolution", "3-D: input dilation (1, 2, 2), stride (1, 1, 2), flipped",
+               [](const A& x) { return A{mx::conv_general(x[0], x[1], {1, 1, 2}, {0, 1, 1}, {0, 1, 0}, {1, 1, 1}, {1, 2, 2}, 1, true)}; },
+               {rnd({1, 3, 3, 3, 2}, -1, 1), rnd({3, 2, 2, 2, 2}, -1, 1)}});
+  c.push_back({"Convolution", "2-D depthwise (groups = channels), input dilation 2",
+               [](const A& x) { return A{mx::conv_general(x[0], x[1], {1, 1}, {0, 0}, {0, 0}, {1, 1}, {2, 2}, 3, false)}; },
+               {rnd({2, 3, 3, 3}, -1, 1), rnd({3, 2, 2, 1}, -1, 1)}});
   // FFTs: complex values built from two real inputs, both parts of complex outputs checked.
   auto cplx = [](const array& re, const array& im) {
     return mx::astype(re, mx::complex64) + mx::astype(im, mx::complex64) * array(mx::complex64_t{0.f, 1.f});
@@ -373,6 +416,31 @@ std::vector<Case> build() {
                                          array({2, 0, 2}, mx::uint32), true, 64, 4)};
                },
                {rnd({2, 2, 64}, -1, 1, mx::float32)}, 1e-2});
+  // Affine scales and biases are differentiable (the codes are captured constants).
+  {
+    static const std::vector<array> qt = mx::quantize(rnd({8, 64}, -1, 1, mx::float32, 97), 64, 4);
+    c.push_back({"QuantizedMatmul", "quantized_matmul (transposed) with respect to x, scales and biases",
+                 [](const A& x) { return A{mx::quantized_matmul(x[0], qt[0], x[1], x[2], true, 64, 4)}; },
+                 {rnd({2, 3, 64}, -1, 1, mx::float32), qt[1], qt[2]}, 1e-2});
+    static const std::vector<array> qn = mx::quantize(rnd({6, 64}, -1, 1, mx::float32, 96), 32, 8);
+    c.push_back({"QuantizedMatmul", "quantized_matmul (not transposed) with respect to x, scales and biases",
+                 [](const A& x) { return A{mx::quantized_matmul(x[0], qn[0], x[1], x[2], false, 32, 8)}; },
+                 {rnd({3, 6}, -1, 1, mx::float32), qn[1], qn[2]}, 1e-2});
+    static const std::vector<array> qg = mx::quantize(rnd({3, 8, 64}, -1, 1, mx::float32, 95), 64, 4);
+    c.push_back({"GatherQMM", "gather_qmm with respect to x, scales and biases (a matrix used twice, one unused)",
+                 [](const A& x) {
+                   return A{mx::gather_qmm(x[0], qg[0], x[1], x[2], array({1, 0, 1}, mx::uint32),
+                                           array({2, 0, 2}, mx::uint32), true, 64, 4)};
+                 },
+                 {rnd({2, 2, 64}, -1, 1, mx::float32), qg[1], qg[2]}, 1e-2});
+    static const std::vector<array> qh = mx::quantize(rnd({2, 4, 32}, -1, 1, mx::float32, 94), 32, 4);
+    c.push_back({"GatherQMM", "gather_qmm (not transposed) with respect to x, scales and biases",
+                 [](const A& x) {
+                   return A{mx::gather_qmm(x[0], qh[0], x[1], x[2], array({0, 0, 1}, mx::uint32),
+                                           array({1, 0, 1}, mx::uint32), false, 32, 4)};
+                 },
+                 {rnd({2, 3, 4}, -1, 1, mx::float32), qh[1], qh[2]}, 1e-2});
+  }
   // ---- misc ----
   c.push_back({"Depends", "depends: the real inputs pass through",
                [](const A& x) {

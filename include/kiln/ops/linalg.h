@@ -50,5 +50,9 @@ array trace(const array& a, StreamOrDevice s = {});
 // Einstein summation, e.g. einsum("bij,bjk->bik", {a, b}); "..." broadcasts, implicit output (no "->")
 // is the labels used once, sorted. Contractions run pairwise left to right through matmul.
 array einsum(const std::string& subscripts, const std::vector<array>& operands, StreamOrDevice s = {});
+// The contraction order einsum's subscripts get under MLX's greedy planner (pairs of positions into the
+// shrinking operand list, the result appended at the end) and a summary of its scaling and FLOP counts.
+std::pair<std::vector<std::vector<int>>, std::string> einsum_path(const std::string& subscripts,
+                                                                  const std::vector<array>& operands);
 
 }  // namespace kiln

@@ -26,6 +26,12 @@ std::vector<array> quantize(const array& w, std::optional<int> group_size = std:
                             std::optional<int> bits = std::nullopt, const std::string& mode = "affine",
                             StreamOrDevice s = {});
 
+/** E4M3 float8 codes (uint8) of a real floating array: round to nearest even, magnitudes of 448 and
+    above (infinities and NaN included) saturate to 448, as MLX's to_fp8. */
+array to_fp8(array x, StreamOrDevice s = {});
+/** The values of E4M3 float8 codes (uint8) in a real floating dtype (code 0x7F / 0xFF is NaN). */
+array from_fp8(array x, Dtype dtype, StreamOrDevice s = {});
+
 /** Dequantize a matrix produced by quantize(). */
 array dequantize(const array& w, const array& scales, const std::optional<array>& biases = std::nullopt,
                  std::optional<int> group_size = std::nullopt, std::optional<int> bits = std::nullopt,

@@ -3,8 +3,9 @@
 // C_out, spatial..., C_in): the input's cotangent is the transposed convolution of the output's (dilated
 // by the stride, padded to the input's size, with the weight's channels swapped and the flip inverted);
 // the weight's is the convolution of the padded input with the cotangent as kernel (batch and channels
-// exchanged, the stride as the kernel dilation). Written for one group without input dilation;
-// other cases raise naming the row.
+// exchanged, the stride as the kernel dilation). Input dilation: the same over the input with its zeros
+// made explicit (the input's cotangent is every idil-th place of that one's). Groups: one such vjp per
+// group on its slice of the channels.
 #include <numeric>
 
 #include "kiln/ops.h"
@@ -51,30 +52,50 @@ Arrays conv_jvp(const Application& app, const Arrays& tan, const Ints& argnums) 
 // Moves the last axis to the front (and back): (N, S..., C) <-> (C, S..., N) exchange of axes 0 and -1.
 array swap_ends(const array& a, StreamOrDevice s) { return swapaxes(a, 0, static_cast<int>(a.ndim()) - 1, s); }
 
-Arrays conv_vjp(const Application& app, const Arrays& cot, const Ints& argnums) {
-  const ConvParams p = params(app);
-  const bool simple = p.groups == 1 && std::all_of(p.idil.begin(), p.idil.end(), [](int v) { return v == 1; });
-  if (!simple) {
-    throw std::invalid_argument("[vjp] Not implemented for Convolution with groups or input dilation in kiln yet.");
+// The input with its input dilation made explicit: idil - 1 zeros between neighbours on each spatial
+// axis (a convolution with input dilation is the plain one over this array).
+array dilate_input(const array& x, const std::vector<int>& idil, StreamOrDevice s) {
+  array r = x;
+  for (size_t i = 0; i < idil.size(); ++i) {
+    if (idil[i] == 1) continue;
+    const int a = static_cast<int>(i) + 1, n = r.shape(a);
+    array e = pad(expand_dims(r, a + 1, s), {a + 1}, {0}, {idil[i] - 1}, array(0, r.dtype()), "constant", s);
+    Shape merged = r.shape();
+    merged[a] = n * idil[i];
+    Shape start(r.ndim(), 0), stop = merged;
+    stop[a] = (n - 1) * idil[i] + 1;
+    r = slice(reshape(e, merged, s), start, stop, s);
   }
-  auto s = app.s();
-  const array &x = app.inputs[0], &w = app.inputs[1];
-  const array& g = cot[0];
+  return r;
+}
+
+// The vjp of one group (groups == 1 in p; input dilation allowed), for the argnums asked.
+Arrays group_vjp(const array& x, const array& w, const array& g, const ConvParams& p, const Ints& argnums,
+                 StreamOrDevice s) {
   const int d = static_cast<int>(x.ndim()) - 2;
+  const bool dilated = std::any_of(p.idil.begin(), p.idil.end(), [](int v) { return v != 1; });
   Arrays out;
   for (int k : argnums) {
     if (k == 0) {
+      // The cotangent of the dilated input, then every idil-th place of it (the inserted zeros are constants).
       std::vector<int> lo(d), hi(d), ones(d, 1);
       for (int i = 0; i < d; ++i) {
-        const int in = x.shape(i + 1), o = g.shape(i + 1), kk = w.shape(i + 1);
+        const int in = (x.shape(i + 1) - 1) * p.idil[i] + 1, o = g.shape(i + 1), kk = w.shape(i + 1);
         lo[i] = p.kdil[i] * (kk - 1) - p.lo[i];
         hi[i] = in - 1 + p.lo[i] - (o - 1) * p.stride[i];
       }
       array wt = swap_ends(w, s);  // (C_in, spatial..., C_out)
-      out.push_back(conv_general(g, wt, ones, lo, hi, p.kdil, p.stride, 1, !p.flip, s));
+      array dxd = conv_general(g, wt, ones, lo, hi, p.kdil, p.stride, 1, !p.flip, s);
+      if (dilated) {
+        Shape start(dxd.ndim(), 0), stop = dxd.shape(), str(dxd.ndim(), 1);
+        for (int i = 0; i < d; ++i) str[i + 1] = p.idil[i];
+        dxd = slice(dxd, start, stop, str, s);
+      }
+      out.push_back(dxd);
     } else {
       // dw[co, k, ci] = sum over n, o of g[n, o, co] * x_pad[n, o * stride + k * dilation, ci]
-      array xs = swap_ends(x, s), gs = swap_ends(g, s);  // (C_in, S..., N), (C_out, O..., N)
+      array xd = dilated ? dilate_input(x, p.idil, s) : x;
+      array xs = swap_ends(xd, s), gs = swap_ends(g, s);  // (C_in, S..., N), (C_out, O..., N)
       array r = conv_general(xs, gs, p.kdil, p.lo, p.hi, p.stride, std::vector<int>(d, 1), 1, false, s);
       // r: (C_in, K'..., C_out) with K' >= K; keep the kernel's extent.
       Shape start(r.ndim(), 0), stop = r.shape();
@@ -91,6 +112,39 @@ Arrays conv_vjp(const Application& app, const Arrays& cot, const Ints& argnums) 
       }
       out.push_back(dw);
     }
+  }
+  return out;
+}
+
+// Channels [lo, hi) of the last axis (first = false) or the first one.
+array channels(const array& a, bool first, int lo, int hi, StreamOrDevice s) {
+  const int axis = first ? 0 : static_cast<int>(a.ndim()) - 1;
+  Shape start(a.ndim(), 0), stop = a.shape();
+  start[axis] = lo;
+  stop[axis] = hi;
+  return slice(a, start, stop, s);
+}
+
+Arrays conv_vjp(const Application& app, const Arrays& cot, const Ints& argnums) {
+  ConvParams p = params(app);
+  auto s = app.s();
+  const array &x = app.inputs[0], &w = app.inputs[1];
+  const array& g = cot[0];
+  const int groups = p.groups;
+  if (groups == 1) return group_vjp(x, w, g, p, argnums, s);
+  // Groups are independent convolutions on slices of the channels: input channels [gi * cg, (gi + 1) * cg)
+  // against output channels [gi * og, (gi + 1) * og); the cotangents are the groups' joined back.
+  const int cg = x.shape(-1) / groups, og = w.shape(0) / groups;
+  p.groups = 1;
+  std::vector<Arrays> parts(argnums.size());
+  for (int gi = 0; gi < groups; ++gi) {
+    Arrays r = group_vjp(channels(x, false, gi * cg, (gi + 1) * cg, s), channels(w, true, gi * og, (gi + 1) * og, s),
+                         channels(g, false, gi * og, (gi + 1) * og, s), p, argnums, s);
+    for (size_t j = 0; j < r.size(); ++j) parts[j].push_back(r[j]);
+  }
+  Arrays out;
+  for (size_t j = 0; j < argnums.size(); ++j) {
+    out.push_back(concatenate(parts[j], argnums[j] == 0 ? static_cast<int>(x.ndim()) - 1 : 0, s));
   }
   return out;
 }

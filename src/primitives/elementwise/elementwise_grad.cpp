@@ -139,12 +139,13 @@ array p_power(const Application& app, int k) {
   array zero = scalar_like(0.0, A);
   return where(equal(A, zero, S), zero, multiply(log(A, S), Y, S), S);
 }
-// Maximum and minimum send the cotangent to the chosen operand (to both where they tie, as MLX).
+// Maximum and minimum send the cotangent to the chosen operand; where they tie, all of it to the second
+// one (as MLX 0.30.1: one operand's gradient is nonzero, not both).
 array p_maximum(const Application& app, int k) {
-  return astype(k == 0 ? greater_equal(A, B, S) : less_equal(A, B, S), Y.dtype(), S);
+  return astype(k == 0 ? greater(A, B, S) : less_equal(A, B, S), Y.dtype(), S);
 }
 array p_minimum(const Application& app, int k) {
-  return astype(k == 0 ? less_equal(A, B, S) : greater_equal(A, B, S), Y.dtype(), S);
+  return astype(k == 0 ? less(A, B, S) : greater_equal(A, B, S), Y.dtype(), S);
 }
 array p_arctan2(const Application& app, int k) {
   array denom = add(square(A, S), square(B, S), S);

@@ -4,6 +4,7 @@
 // becomes one batched matrix product (multiply-and-sum for integer operands, which matmul refuses).
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <set>
 #include <sstream>
 #include <string>
@@ -20,7 +21,9 @@ namespace {
 using Labels = std::vector<int>;  // a letter's code; ellipsis axes get kEllipsis + k
 constexpr int kEllipsis = 1000;
 
-[[noreturn]] void fail(const std::string& msg) { throw std::invalid_argument("[einsum] " + msg); }
+// The op named in errors: einsum, or einsum_path while it parses.
+thread_local const char* g_op = "einsum";
+[[noreturn]] void fail(const std::string& msg) { throw std::invalid_argument(std::string("[") + g_op + "] " + msg); }
 
 // Letters of one term; "..." becomes `-1` (expanded later once the operand's rank is known).
 Labels parse_term(const std::string& t) {
@@ -154,9 +157,16 @@ Operand contract(const Operand& x, const Operand& y, const std::multiset<int>& k
   return {reshape(r, out_shape, s), out_labels};
 }
 
-}  // namespace
+// The subscripts checked against the operands: each operand's labels (ellipsis expanded), the output's,
+// and every label's (broadcast) size.
+struct Spec {
+  std::vector<Labels> terms;
+  Labels out;
+  std::map<int, int> size;
+};
 
-array einsum(const std::string& subscripts, const std::vector<array>& operands, StreamOrDevice s) {
+Spec parse_spec(const std::string& subscripts, const std::vector<array>& operands) {
+  if (operands.empty()) fail("At least one operand is required.");
   std::string lhs = subscripts, rhs;
   const bool explicit_out = subscripts.find("->") != std::string::npos;
   if (explicit_out) {
@@ -190,28 +200,28 @@ array einsum(const std::string& subscripts, const std::vector<array>& operands, 
     n_ell_of[i] = has ? nd - letters : 0;
     n_ell = std::max(n_ell, n_ell_of[i]);
   }
-  std::vector<Operand> ops;
-  std::map<int, int> size;
+  Spec sp;
+  std::map<int, int>& size = sp.size;
   std::map<int, int> count;
   for (size_t i = 0; i < terms.size(); ++i) {
-    Operand o{operands[i], expand(terms[i], n_ell_of[i], n_ell)};
-    for (size_t d = 0; d < o.labels.size(); ++d) {
-      const int l = o.labels[d], n = o.a.shape()[d];
+    Labels labels = expand(terms[i], n_ell_of[i], n_ell);
+    for (size_t d = 0; d < labels.size(); ++d) {
+      const int l = labels[d], n = operands[i].shape()[d];
       auto it = size.find(l);
       if (it == size.end() || it->second == 1) {
         size[l] = n;
       } else if (n != 1 && n != it->second) {
         std::ostringstream m;
         m << "Cannot broadcast dimension " << d << " of input " << i << " with shape (";
-        for (size_t k = 0; k < o.a.ndim(); ++k) m << (k ? "," : "") << o.a.shape()[k];
+        for (size_t k = 0; k < operands[i].ndim(); ++k) m << (k ? "," : "") << operands[i].shape()[k];
         m << ") to size " << it->second << ".";
         fail(m.str());
       }
       count[l]++;
     }
-    ops.push_back(std::move(o));
+    sp.terms.push_back(std::move(labels));
   }
-  Labels out;
+  Labels& out = sp.out;
   if (explicit_out) {
     Labels t = parse_term(rhs);
     if (std::count(t.begin(), t.end(), -1) && n_ell == 0 && std::none_of(terms.begin(), terms.end(), [](auto& x) {
@@ -230,6 +240,160 @@ array einsum(const std::string& subscripts, const std::vector<array>& operands, 
       if (l < kEllipsis && c == 1) out.push_back(l);
     }
   }
+  return sp;
+}
+
+
+// ---- einsum_path: MLX's greedy contraction order (after NumPy and opt_einsum) ----
+using LabelSet = std::set<int>;
+
+size_t set_size(const LabelSet& t, const std::map<int, int>& size) {
+  size_t n = 1;
+  for (int l : t) n *= static_cast<size_t>(size.at(l));
+  return n;
+}
+
+// The FLOP estimate of contracting `terms` operands over the labels `all`: one multiply per operand
+// beyond the first, and one more when some label is summed out.
+size_t flops(const LabelSet& all, bool inner, int terms, const std::map<int, int>& size) {
+  return set_size(all, size) * static_cast<size_t>(std::max(1, terms - 1) + (inner ? 1 : 0));
+}
+
+struct PathResult {
+  std::vector<std::vector<int>> path;
+  size_t naive_cost = 0, cost = 0;
+  size_t naive_scaling = 0, scaling = 0;
+};
+
+PathResult greedy_path(const Spec& sp) {
+  const auto& size = sp.size;
+  std::vector<LabelSet> in;
+  for (auto& t : sp.terms) in.emplace_back(t.begin(), t.end());
+  const LabelSet out(sp.out.begin(), sp.out.end());
+  PathResult r;
+  auto naive = [&](const std::vector<LabelSet>& terms) {
+    LabelSet all;
+    for (auto& t : terms) all.insert(t.begin(), t.end());
+    const bool inner = std::any_of(all.begin(), all.end(), [&](int l) { return !out.count(l); });
+    return std::pair<size_t, size_t>{flops(all, inner, static_cast<int>(terms.size()), size), all.size()};
+  };
+  std::tie(r.naive_cost, r.naive_scaling) = naive(in);
+  if (in.size() <= 2) {
+    std::vector<int> all(in.size());
+    std::iota(all.begin(), all.end(), 0);
+    r.path.push_back(all);
+    r.cost = r.naive_cost;
+    r.scaling = r.naive_scaling;
+    return r;
+  }
+  // No intermediate may be larger than the largest operand or the output, nor the total cost exceed the
+  // naive one.
+  size_t memory_limit = set_size(out, size);
+  for (auto& t : in) memory_limit = std::max(memory_limit, set_size(t, size));
+  struct Candidate {
+    int64_t removed;  // elements freed: both operands' sizes less the result's
+    size_t cost;
+    LabelSet result;
+    size_t labels;
+    int x, y;
+  };
+  std::vector<Candidate> cands;
+  std::vector<std::pair<int, int>> pairs;
+  for (int i = 0; i < static_cast<int>(in.size()); ++i) {
+    for (int j = i + 1; j < static_cast<int>(in.size()); ++j) pairs.emplace_back(i, j);
+  }
+  auto consider = [&](int x, int y) {
+    LabelSet both = in[x];
+    both.insert(in[y].begin(), in[y].end());
+    LabelSet result;
+    for (int l : both) {
+      bool later = out.count(l) > 0;
+      for (int k = 0; k < static_cast<int>(in.size()) && !later; ++k) later = k != x && k != y && in[k].count(l);
+      if (later) result.insert(l);
+    }
+    const size_t rsize = set_size(result, size);
+    if (rsize > memory_limit) return;
+    const size_t cost = flops(both, both.size() > result.size(), 2, size);
+    if (r.cost + cost > r.naive_cost) return;
+    const int64_t removed = static_cast<int64_t>(set_size(in[x], size) + set_size(in[y], size)) -
+                            static_cast<int64_t>(rsize);
+    cands.push_back({removed, cost, std::move(result), both.size(), x, y});
+  };
+  const size_t n_in = in.size();
+  for (size_t step = 0; step + 1 < n_in; ++step) {
+    for (auto [x, y] : pairs) {
+      // Pairs sharing a label first; outer products only when nothing else is left.
+      if (std::any_of(in[x].begin(), in[x].end(), [&](int l) { return in[y].count(l) > 0; })) consider(x, y);
+    }
+    if (cands.empty()) {
+      for (auto [x, y] : pairs) consider(x, y);
+    }
+    if (cands.empty()) {  // the rest in one naive step
+      std::vector<int> all(in.size());
+      std::iota(all.begin(), all.end(), 0);
+      r.path.push_back(all);
+      auto [c, sc] = naive(in);
+      r.cost += c;
+      r.scaling = std::max(r.scaling, sc);
+      break;
+    }
+    // The most elements freed; on a tie the cheaper; on a tie again the first considered.
+    auto best_it = std::min_element(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
+      return a.removed > b.removed || (a.removed == b.removed && a.cost < b.cost);
+    });
+    Candidate best = *best_it;
+    r.scaling = std::max(r.scaling, best.labels);
+    r.cost += best.cost;
+    r.path.push_back({best.x, best.y});
+    in.erase(in.begin() + best.y);
+    in.erase(in.begin() + best.x);
+    in.push_back(best.result);
+    // Candidates over untouched operands stay (renumbered); new pairs are the result with each other one.
+    std::vector<Candidate> kept;
+    for (auto& c : cands) {
+      if (c.x == best.x || c.x == best.y || c.y == best.x || c.y == best.y) continue;
+      c.x -= (c.x > best.x) + (c.x > best.y);
+      c.y -= (c.y > best.x) + (c.y > best.y);
+      kept.push_back(std::move(c));
+    }
+    cands = std::move(kept);
+    pairs.clear();
+    const int last = static_cast<int>(in.size()) - 1;
+    for (int i = 0; i < last; ++i) pairs.emplace_back(i, last);
+  }
+  return r;
+}
+
+}  // namespace
+
+std::pair<std::vector<std::vector<int>>, std::string> einsum_path(const std::string& subscripts,
+                                                                  const std::vector<array>& operands) {
+  g_op = "einsum_path";
+  Spec sp;
+  try {
+    sp = parse_spec(subscripts, operands);
+  } catch (...) {
+    g_op = "einsum";
+    throw;
+  }
+  g_op = "einsum";
+  PathResult r = greedy_path(sp);
+  std::ostringstream os;
+  os << "  Complete contraction:  " << subscripts << "\n"
+     << "         Naive scaling:  " << r.naive_scaling << "\n"
+     << "     Optimized scaling:  " << r.scaling << "\n"
+     << "      Naive FLOP count:  " << r.naive_cost << "\n"
+     << "  Optimized FLOP count:  " << r.cost << "\n";
+  return {r.path, os.str()};
+}
+
+array einsum(const std::string& subscripts, const std::vector<array>& operands, StreamOrDevice s) {
+  g_op = "einsum";
+  Spec sp = parse_spec(subscripts, operands);
+  const Labels& out = sp.out;
+  const std::map<int, int>& size = sp.size;
+  std::vector<Operand> ops;
+  for (size_t i = 0; i < operands.size(); ++i) ops.push_back({operands[i], sp.terms[i]});
   // Labels still needed after operand i: the output's and those of operands > i.
   auto needed_after = [&](size_t i) {
     std::multiset<int> keep(out.begin(), out.end());

@@ -111,6 +111,9 @@ class Context {
 
   // The model's opset (default domain).
   int opset() const;
+  // Whether the function is shapeless: its graph has symbolic dimensions, so a lowering must take
+  // sizes from the values at run time (Shape), not from the recorded shapes.
+  bool shapeless() const;
   // Refuses unless the requested opset is at least `v`; `why` names the op that needs it.
   void need_opset(int v, const std::string& why) const;
   // Refuses the conversion: "[to_onnx] <primitive> cannot be lowered to ONNX: <why>".
@@ -125,6 +128,9 @@ using Lowering = std::function<void(Context&)>;
 struct LoweringEntry {
   Lowering lower;       // null for a refusal
   std::string refusal;  // why ONNX cannot express the row (a refusal only)
+  // The lowering reads no recorded shape unless c.shapeless() is false (it may then serve shapeless
+  // functions); others are refused in shapeless functions.
+  bool polymorphic = false;
 };
 
 // Keyed by the row's canonical name. Adding a name the registry does not have, or one already in the
@@ -134,6 +140,8 @@ class LoweringTable {
   void add(const std::string& name, Lowering lower);
   void add(std::initializer_list<std::pair<const char*, Lowering>> entries);
   void refuse(const std::string& name, const std::string& reason);
+  // Marks rows whose lowerings serve shapeless functions (LoweringEntry::polymorphic).
+  void polymorphic(std::initializer_list<const char*> names);
   const LoweringEntry* find(const std::string& name) const;
   const std::map<std::string, LoweringEntry>& entries() const { return entries_; }
 
@@ -155,5 +163,12 @@ void register_fast_onnx(LoweringTable& table);
 void register_misc_onnx(LoweringTable& table);
 void register_conv_onnx(LoweringTable& table);
 void register_sort_onnx(LoweringTable& table);
+void register_quantized_onnx(LoweringTable& table);
+void register_random_onnx(LoweringTable& table);
+void register_fft_onnx(LoweringTable& table);
+
+// Complex64 operands (lower/fft.cpp): the driver calls this before a row's lowering; true when it
+// lowered the event (an op on complex values in their (..., 2) float32 form).
+bool lower_complex(Context& c);
 
 }  // namespace kiln::onnx_export

@@ -119,6 +119,8 @@ std::string Context::cast(const std::string& x, Dtype to) { return op("Cast", {x
 
 int Context::opset() const { return g_.opset(); }
 
+bool Context::shapeless() const { return g_.shapeless(); }
+
 void Context::need_opset(int v, const std::string& why) const {
   if (g_.opset() < v) {
     throw OnnxRefusal("[to_onnx] " + primitive_ + " needs ONNX opset " + std::to_string(v) + " or newer (" + why +
@@ -156,6 +158,16 @@ void LoweringTable::refuse(const std::string& name, const std::string& reason) {
   insert(name, {nullptr, reason});
 }
 
+void LoweringTable::polymorphic(std::initializer_list<const char*> names) {
+  for (const char* n : names) {
+    auto it = entries_.find(n);
+    if (it == entries_.end() || !it->second.lower) {
+      throw std::logic_error(std::string("[to_onnx] ") + n + " is marked polymorphic without a lowering.");
+    }
+    it->second.polymorphic = true;
+  }
+}
+
 const LoweringEntry* LoweringTable::find(const std::string& name) const {
   auto it = entries_.find(name);
   return it == entries_.end() ? nullptr : &it->second;
@@ -173,6 +185,9 @@ const LoweringTable& lowerings() {
     register_misc_onnx(t);
     register_conv_onnx(t);
     register_sort_onnx(t);
+    register_quantized_onnx(t);
+    register_random_onnx(t);
+    register_fft_onnx(t);
     return t;
   }();
   return table;
@@ -188,8 +203,10 @@ void fill_tensor(onnx::TensorProto& t, const std::string& name, const array& val
     a.eval();
   }
   t.set_name(name);
-  t.set_data_type(onnx_type(a.dtype()));
+  // complex64 as float32 pairs (the same bytes), the form the graph computes complex values in.
+  t.set_data_type(onnx_type(a.dtype() == complex64 ? float32 : a.dtype()));
   for (auto d : a.shape()) t.add_dims(d);
+  if (a.dtype() == complex64) t.add_dims(2);
   t.set_raw_data(std::string(static_cast<const char*>(a.raw_data()), a.nbytes()));
 }
 
@@ -197,12 +214,27 @@ namespace {
 
 using Described = std::vector<std::tuple<std::string, Shape, Dtype>>;
 
-void set_type(onnx::ValueInfoProto& v, const std::string& name, const Shape& shape, Dtype dtype) {
+// A graph input's or output's type: fixed dims, or (shapeless) symbolic ones named after the value;
+// a shapeless output's dims are left to shape inference.
+void set_type(onnx::ValueInfoProto& v, const std::string& name, const Shape& shape, Dtype dtype, bool shapeless,
+              bool output) {
+  if (dtype == complex64) {
+    throw OnnxRefusal("[to_onnx] A complex64 graph " + std::string(output ? "output" : "input") + " (" + name +
+                      "): ONNX Runtime has no complex64 kernels, so kiln computes complex values inside the graph as "
+                      "float32 pairs only.");
+  }
   v.set_name(name);
   auto* tt = v.mutable_type()->mutable_tensor_type();
   tt->set_elem_type(onnx_type(dtype));
+  if (shapeless && output) return;
   auto* sh = tt->mutable_shape();
-  for (auto d : shape) sh->add_dim()->set_dim_value(d);
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shapeless) {
+      sh->add_dim()->set_dim_param(name + "_d" + std::to_string(d));
+    } else {
+      sh->add_dim()->set_dim_value(shape[d]);
+    }
+  }
 }
 
 template <typename T>
@@ -234,7 +266,8 @@ onnx::ModelProto build_model(const ImportedFunction& fn, const OnnxOptions& opti
   imp->set_version(options.opset);
   onnx::GraphProto& graph = *model.mutable_graph();
   graph.set_name("kiln_function_" + std::to_string(options.function));
-  GraphBuilder g(graph, options.opset);
+  const bool shapeless = fn.info().shapeless;
+  GraphBuilder g(graph, options.opset, shapeless);
 
   // Event names (A, B, ...) -> ONNX value names.
   std::unordered_map<std::string, std::string> onnx_name;
@@ -259,7 +292,7 @@ onnx::ModelProto build_model(const ImportedFunction& fn, const OnnxOptions& opti
       size_t k = 0;
       for (auto& [n, shape, dtype] : inputs) {
         if (!kw_names.count(n)) onnx_name[n] = "arg" + std::to_string(k++);
-        set_type(*graph.add_input(), onnx_name.at(n), shape, dtype);
+        set_type(*graph.add_input(), onnx_name.at(n), shape, dtype, shapeless, false);
       }
     } else if (type == "outputs") {
       outputs = field<Described>(ev, "outputs");
@@ -273,11 +306,15 @@ onnx::ModelProto build_model(const ImportedFunction& fn, const OnnxOptions& opti
       const LoweringEntry* e = table.find(name);
       if (!e) throw OnnxRefusal("[to_onnx] Primitive " + name + " has no ONNX lowering yet.");
       if (!e->lower) throw OnnxRefusal("[to_onnx] " + name + " cannot be lowered to ONNX: " + e->refusal);
+      if (shapeless && !e->polymorphic) {
+        throw OnnxRefusal("[to_onnx] " + name + " cannot be lowered in a shapeless function yet: its lowering "
+                          "depends on the recorded shapes, which a shapeless function's graph does not fix.");
+      }
       std::vector<Tensor> ins, outs;
       for (auto& [n, shape, dtype] : field<Described>(ev, "inputs")) ins.push_back({value(n), shape, dtype});
       for (auto& [n, shape, dtype] : field<Described>(ev, "outputs")) outs.push_back({value(n), shape, dtype});
       Context c(g, name, std::move(ins), std::move(outs), field<std::vector<StateT>>(ev, "arguments"));
-      e->lower(c);
+      if (!lower_complex(c)) e->lower(c);
     }
   }
   // Outputs are their own values (out0, out1, ...), so that an input or a constant can be an output,
@@ -290,7 +327,7 @@ onnx::ModelProto build_model(const ImportedFunction& fn, const OnnxOptions& opti
     node->set_name("output_" + std::to_string(k));
     node->add_input(value(n));
     node->add_output(out);
-    set_type(*graph.add_output(), out, shape, dtype);
+    set_type(*graph.add_output(), out, shape, dtype, shapeless, true);
   }
   return model;
 }

@@ -18,7 +18,9 @@ constexpr int kMaxOpset = 23;
 // The graph being built: fresh names, initializers, nodes.
 class GraphBuilder {
  public:
-  GraphBuilder(onnx::GraphProto& graph, int opset) : graph_(graph), opset_(opset) {}
+  GraphBuilder(onnx::GraphProto& graph, int opset, bool shapeless)
+      : graph_(graph), opset_(opset), shapeless_(shapeless) {}
+  bool shapeless() const { return shapeless_; }
   onnx::GraphProto& graph() { return graph_; }
   int opset() const { return opset_; }
   std::string fresh(const std::string& hint = "t") { return hint + "_" + std::to_string(next_++); }
@@ -26,6 +28,7 @@ class GraphBuilder {
  private:
   onnx::GraphProto& graph_;
   int opset_;
+  bool shapeless_;
   size_t next_ = 0;
 };
 

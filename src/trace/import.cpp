@@ -157,7 +157,8 @@ void export_events(const ImportedFunction& fn, size_t function, const ExportCall
                             " function(s); function " + std::to_string(function + 1) + " does not exist.");
   }
   std::unordered_set<uint64_t> reported;
-  format::emit_events(records[function], callback, reported);
+  // Converters need the whole state: implied values too (DivMod's floor), unlike MLX's callbacks.
+  format::emit_events(records[function], callback, reported, /*implied=*/true);
 }
 
 ImportedFunction import_function(const std::string& file) { return import_function(file, ImportOptions{}); }

@@ -98,6 +98,24 @@ std::string logaddexp(Context& c, const std::string& a, const std::string& b, Dt
   return c.op("Where", {c.op("IsInf", {m}), m, r});
 }
 
+// erfinv by Giles' single-precision approximation (the polynomial MLX's CPU backend evaluates), with
+// 1 - a^2 as (1 - a)(1 + a) for accuracy near +-1 where MLX uses an fma.
+std::string erfinv(Context& c, const std::string& a, Dtype t) {
+  const std::string one = c.scalar(1, t);
+  std::string w = c.op("Log", {c.op("Mul", {c.op("Sub", {one, a}), c.op("Add", {one, a})})});
+  auto horner = [&](const std::vector<double>& k) {
+    std::string p = c.scalar(k[0], t);
+    for (size_t i = 1; i < k.size(); ++i) p = c.op("Add", {c.op("Mul", {p, w}), c.scalar(k[i], t)});
+    return p;
+  };
+  std::string tail = horner({3.03697567e-10, 2.93243101e-8, 1.22150334e-6, 2.84108955e-5, 3.93552968e-4,
+                             3.02698812e-3, 4.83185798e-3, -2.64646143e-1, 8.40016484e-1});
+  std::string body = horner({5.43877832e-9, 1.43285448e-7, 1.22774793e-6, 1.12963626e-7, -5.61530760e-5,
+                             -1.47697632e-4, 2.31468678e-3, 1.15392581e-2, -2.32015476e-1, 8.86226892e-1});
+  std::string far = c.op("Greater", {c.op("Abs", {w}), c.scalar(6.125, t)});
+  return c.op("Mul", {a, c.op("Where", {far, tail, body})});
+}
+
 std::string pow2(Context& c, const std::string& b64) { return c.op("Pow", {c.scalar(2, int64), b64}); }
 
 void bitwise(Context& c) {
@@ -182,6 +200,12 @@ void register_elementwise_onnx(LoweringTable& table) {
       {"ArcTanh", math("Atanh")},
       {"Sigmoid", math("Sigmoid")},
       {"Erf", math("Erf")},
+      {"ErfInv", [](Context& c) {
+         // Evaluated in float32 whatever the input (MLX evaluates it in float).
+         no_complex(c);
+         auto x = cast_all(c, c.in, float32);
+         store(c, 0, erfinv(c, x[0], float32), float32);
+       }},
       {"Log", [](Context& c) {
          const int base = c.int_arg(0);
          computed([base](Context& c, const std::vector<std::string>& x, Dtype t) {
@@ -222,8 +246,16 @@ void register_elementwise_onnx(LoweringTable& table) {
          no_complex(c);
          const Dtype t = compute_type(c.in.at(0).dtype);
          auto x = cast_all(c, c.in, t);
-         store(c, 0, floor_divide(c, x[0], x[1], t), t);
-         store(c, 1, remainder(c, x[0], x[1], t), t);
+         if (c.bool_arg(0)) {
+           store(c, 0, floor_divide(c, x[0], x[1], t), t);
+           store(c, 1, remainder(c, x[0], x[1], t), t);
+           return;
+         }
+         // Files of MLX releases that computed C's quotient and remainder (trunc(x / y), fmod).
+         std::string q = c.op("Div", {x[0], x[1]});
+         if (is_float(t)) q = c.op("Mul", {c.op("Sign", {q}), c.op("Floor", {c.op("Abs", {q})})});
+         store(c, 0, q, t);
+         store(c, 1, c.op("Mod", {x[0], x[1]}, {{"fmod", 1}}), t);
        }},
       {"Equal", equal},
       {"NotEqual", [](Context& c) {
@@ -241,11 +273,16 @@ void register_elementwise_onnx(LoweringTable& table) {
       {"BitwiseBinary", bitwise},
       {"Select", [](Context& c) { c.op_to(0, "Where", {c.in.at(0).name, c.in.at(1).name, c.in.at(2).name}); }},
   });
+  table.polymorphic({"Copy", "StopGradient", "Abs", "Negative", "Sign", "Square", "Floor", "Ceil", "Round",
+                     "LogicalNot", "BitwiseInvert", "Exp", "Expm1", "Log1p", "Sin", "Cos", "Tan", "Sinh", "Cosh", "Tanh",
+                     "ArcSin", "ArcCos", "ArcTan", "ArcSinh", "ArcCosh", "ArcTanh", "Sigmoid", "Erf", "ErfInv", "Log", "Sqrt",
+                     "AsType", "Add", "Subtract", "Multiply", "Divide", "Power", "Maximum", "Minimum", "Remainder",
+                     "FloorDivide", "ArcTan2", "LogAddExp", "DivMod", "Equal", "NotEqual", "Greater", "GreaterEqual",
+                     "Less", "LessEqual", "LogicalAnd", "LogicalOr", "BitwiseBinary", "Select"});
   table.refuse("View", "ONNX has no operator that reinterprets an array's bytes as another dtype");
-  table.refuse("ErfInv", "ONNX has no inverse error function operator");
-  table.refuse("Conjugate", "ONNX Runtime has no element-wise kernels for complex64");
-  table.refuse("Real", "ONNX Runtime has no element-wise kernels for complex64");
-  table.refuse("Imag", "ONNX Runtime has no element-wise kernels for complex64");
+  // Complex operands are lowered by lower_complex (lower/fft.cpp) before the table is consulted.
+  auto complex_only = [](Context& c) { c.refuse("a complex-only row without complex64 operands"); };
+  table.add({{"Conjugate", complex_only}, {"Real", complex_only}, {"Imag", complex_only}});
 }
 
 }  // namespace kiln::onnx_export

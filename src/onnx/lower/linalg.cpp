@@ -90,6 +90,7 @@ void block_masked_mm(Context& c) {
 
 void register_linalg_onnx(LoweringTable& table) {
   table.add({{"Matmul", matmul}, {"AddMM", addmm}, {"GatherMM", gather_mm}, {"BlockMaskedMM", block_masked_mm}});
+  table.polymorphic({"Matmul", "AddMM"});
   const std::string none = " (ONNX has no operator for it, and no fixed decomposition of the iterative LAPACK "
                            "algorithm gives the same results)";
   table.refuse("Cholesky", "ONNX has no Cholesky factorization operator" + none);

@@ -77,9 +77,19 @@ void number_of_elements(Context& c) {
   const auto& axes = c.ints_arg(0);
   const bool inverted = c.bool_arg(1);
   const Dtype t = c.arg<Dtype>(2);
-  double n = 1;
-  for (auto a : axes) n *= c.in.at(0).shape.at(axis(a, c.in[0].ndim()));
-  c.set_output(0, c.constant(astype(array(inverted ? 1.0 / n : n, float64), t)));
+  std::vector<int64_t> ax;
+  for (auto a : axes) ax.push_back(axis(a, c.in.at(0).ndim()));
+  if (!c.shapeless()) {
+    double n = 1;
+    for (auto a : ax) n *= c.in[0].shape.at(a);
+    c.set_output(0, c.constant(astype(array(inverted ? 1.0 / n : n, float64), t)));
+    return;
+  }
+  // The count in float64 (and its reciprocal there), then one rounding to the dtype, as MLX does.
+  std::string sizes = c.op("Gather", {c.op("Shape", {c.in[0].name}), c.ints(ax)}, {{"axis", 0}});
+  std::string n = c.cast(c.op("ReduceProd", {sizes}, {{"keepdims", 0}}), float64);
+  if (inverted) n = c.op("Reciprocal", {n});
+  c.op_to(0, "Cast", {n}, {{"to", onnx_type(t)}});
 }
 
 // The identity of a scan's combination in dtype t (what an empty window gives).
@@ -161,6 +171,7 @@ void register_reduce_onnx(LoweringTable& table) {
              {"Softmax", softmax},
              {"NumberOfElements", number_of_elements},
              {"Scan", scan}});
+  table.polymorphic({"Reduce", "ArgReduce", "LogSumExp", "Softmax", "NumberOfElements"});
 }
 
 }  // namespace kiln::onnx_export

@@ -14,7 +14,45 @@ std::vector<int64_t> dims(const Shape& s) { return std::vector<int64_t>(s.begin(
 
 void reshape_to_output(Context& c) { c.op_to(0, "Reshape", {c.in.at(0).name, c.ints(dims(c.out.at(0).shape))}); }
 
-void broadcast(Context& c) { c.op_to(0, "Expand", {c.in.at(0).name, c.ints(dims(c.out.at(0).shape))}); }
+// The broadcast of two shape vectors of one length (Where, not Max, so that a 0 against a 1 gives 0).
+std::string broadcast_shapes(Context& c, const std::string& a, const std::string& b) {
+  return c.op("Where", {c.op("Equal", {a, c.ints({1}, true)}), b, a});
+}
+
+// The target shape of a Broadcast / BroadcastAxes: the recorded one, or in a shapeless function the
+// broadcast of every input's run-time shape, with BroadcastAxes' ignored trailing axes taken from
+// input 0.
+std::string broadcast_target(Context& c, int ignored) {
+  if (!c.shapeless() || c.in.size() == 1) return c.ints(dims(c.out.at(0).shape));
+  const int nd = c.out.at(0).ndim();
+  const int keep = nd - ignored;
+  auto shape_of = [&](const Tensor& t) {
+    std::string s = c.op("Shape", {t.name});
+    const int pad = nd - t.ndim();
+    if (pad > 0) s = c.op("Concat", {c.ints(std::vector<int64_t>(pad, 1)), s}, {{"axis", 0}});
+    return s;
+  };
+  std::string target;
+  for (size_t k = 0; k < c.in.size(); ++k) {
+    std::string s = shape_of(c.in[k]);
+    if (ignored > 0) s = c.op("Slice", {s, c.ints({0}), c.ints({keep})});
+    target = k == 0 ? s : broadcast_shapes(c, target, s);
+  }
+  if (ignored > 0) {
+    std::string own = c.op("Slice", {c.op("Shape", {c.in[0].name}), c.ints({-ignored}), c.ints({INT64_MAX})});
+    target = c.op("Concat", {target, own}, {{"axis", 0}});
+  }
+  return target;
+}
+
+void broadcast_with(Context& c, int ignored) {
+  // ONNX Runtime's Expand has no bfloat16 kernel: through float32, exact both ways.
+  const Dtype t = c.in.at(0).dtype == bfloat16 ? float32 : c.in.at(0).dtype;
+  std::string x = t == c.in[0].dtype ? c.in[0].name : c.cast(c.in[0].name, t);
+  store(c, 0, c.op("Expand", {x, broadcast_target(c, ignored)}), t);
+}
+
+void broadcast(Context& c) { broadcast_with(c, 0); }
 
 void concatenate(Context& c) {
   std::vector<std::string> xs;
@@ -179,18 +217,31 @@ void as_strided(Context& c) {
 
 void register_shape_onnx(LoweringTable& table) {
   table.add({
-      {"Reshape", reshape_to_output},
+      {"Reshape",
+       [](Context& c) {
+         // Shapeless: the requested shape (its one -1 resolved by Reshape at run time).
+         if (!c.shapeless()) return reshape_to_output(c);
+         c.op_to(0, "Reshape", {c.in.at(0).name, c.ints(dims(c.ints_arg(0)))});
+       }},
       {"Flatten", reshape_to_output},
       {"Unflatten", reshape_to_output},
-      {"ExpandDims", reshape_to_output},
-      {"Squeeze", reshape_to_output},
+      {"ExpandDims",
+       [](Context& c) {
+         const auto& ax = c.ints_arg(0);
+         c.op_to(0, "Unsqueeze", {c.in.at(0).name, c.ints(std::vector<int64_t>(ax.begin(), ax.end()))});
+       }},
+      {"Squeeze",
+       [](Context& c) {
+         const auto& ax = c.ints_arg(0);
+         c.op_to(0, "Squeeze", {c.in.at(0).name, c.ints(std::vector<int64_t>(ax.begin(), ax.end()))});
+       }},
       {"Transpose",
        [](Context& c) {
          const auto& p = c.ints_arg(0);
          c.op_to(0, "Transpose", {c.in.at(0).name}, {{"perm", std::vector<int64_t>(p.begin(), p.end())}});
        }},
       {"Broadcast", broadcast},
-      {"BroadcastAxes", broadcast},
+      {"BroadcastAxes", [](Context& c) { broadcast_with(c, static_cast<int>(c.ints_arg(0).size())); }},
       {"Contiguous", [](Context& c) { c.set_output(0, c.in.at(0).name); }},
       {"Concatenate", concatenate},
       {"Split", split},
@@ -200,7 +251,7 @@ void register_shape_onnx(LoweringTable& table) {
       {"DynamicSliceUpdate", dynamic_slice_update},
       {"Pad", pad},
       {"AsStrided", as_strided},
-      {"Full", broadcast},
+      {"Full", [](Context& c) { broadcast_with(c, 0); }},
       {"Arange",
        [](Context& c) {
          // The values kiln's own arange computes, so that they are MLX's to the bit.
@@ -208,6 +259,8 @@ void register_shape_onnx(LoweringTable& table) {
          c.set_output(0, c.constant(a));
        }},
   });
+  table.polymorphic({"Reshape", "ExpandDims", "Squeeze", "Transpose", "Broadcast", "BroadcastAxes", "Contiguous",
+                     "Concatenate"});
 }
 
 }  // namespace kiln::onnx_export

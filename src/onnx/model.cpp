@@ -214,8 +214,7 @@ namespace {
 
 using Described = std::vector<std::tuple<std::string, Shape, Dtype>>;
 
-// A graph input's or output's type: fixed dims, or (shapeless) symbolic ones named after the value;
-// a shapeless output's dims are left to shape inference.
+// A graph input's or output's type: fixed dims, or (shapeless) symbolic ones named after the value.
 void set_type(onnx::ValueInfoProto& v, const std::string& name, const Shape& shape, Dtype dtype, bool shapeless,
               bool output) {
   if (dtype == complex64) {
@@ -226,7 +225,6 @@ void set_type(onnx::ValueInfoProto& v, const std::string& name, const Shape& sha
   v.set_name(name);
   auto* tt = v.mutable_type()->mutable_tensor_type();
   tt->set_elem_type(onnx_type(dtype));
-  if (shapeless && output) return;
   auto* sh = tt->mutable_shape();
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shapeless) {

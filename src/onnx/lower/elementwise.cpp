@@ -231,7 +231,14 @@ void register_elementwise_onnx(LoweringTable& table) {
       {"Subtract", math("Sub")},
       {"Multiply", math("Mul")},
       {"Divide", math("Div")},
-      {"Power", math("Pow")},
+      {"Power", [](Context& c) {
+         // ONNX's Pow has no unsigned or small integer types: in int64, whose products wrap the same
+         // way modulo the narrower width.
+         const Dtype t = c.in.at(0).dtype;
+         if (is_float(t) || t == int32 || t == int64) return simple("Pow")(c);
+         if (t == bool_ || t == uint64) c.refuse("Power of " + dtype_name(t));
+         store(c, 0, c.op("Pow", cast_all(c, c.in, int64)), int64);
+       }},
       {"Maximum", math("Max")},
       {"Minimum", math("Min")},
       {"Remainder",

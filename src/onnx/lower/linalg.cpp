@@ -86,6 +86,114 @@ void block_masked_mm(Context& c) {
   store(c, 0, r, t);
 }
 
+// Small matrices only: the factorizations below are unrolled over the columns (a few nodes per column).
+constexpr int64_t kMaxUnrolled = 32;
+
+int64_t square_size(Context& c, const char* what) {
+  const Tensor& a = c.in.at(0);
+  const int nd = a.ndim();
+  if (nd < 2 || a.shape[nd - 1] != a.shape[nd - 2]) c.refuse(std::string(what) + " of a non-square matrix");
+  const int64_t n = a.shape[nd - 1];
+  if (n > kMaxUnrolled) {
+    c.refuse(std::string(what) + " of a " + std::to_string(n) + "x" + std::to_string(n) +
+             " matrix: ONNX has no operator for it, and kiln unrolls it only up to " + std::to_string(kMaxUnrolled) +
+             "x" + std::to_string(kMaxUnrolled));
+  }
+  if (!is_float(a.dtype)) c.refuse(std::string(what) + " of " + dtype_name(a.dtype));
+  return n;
+}
+
+std::string last2(Context& c, const std::string& v, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  return c.op("Slice", {v, c.ints({r0, c0}), c.ints({r1, c1}), c.ints({-2, -1})});
+}
+
+// A 0/1 column (n, 1) of dtype t that is 1 on rows `from` and below.
+std::string rows_from(Context& c, int64_t n, int64_t from, Dtype t) {
+  std::vector<float> m(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) m[i] = i >= from ? 1.0f : 0.0f;
+  return c.constant(astype(array(m.data(), Shape{static_cast<int32_t>(n), 1}), t));
+}
+
+// Cholesky by outer products, column by column: L[:, j] = W[:, j] / sqrt(W[j, j]) below the diagonal,
+// then W -= L[:, j] L[:, j]^T (LAPACK's potrf computes the same quantities in another order).
+void cholesky(Context& c) {
+  const int64_t n = square_size(c, "Cholesky");
+  const bool upper = c.bool_arg(0);
+  const Tensor& a = c.in.at(0);
+  const Dtype t = compute_type(a.dtype);
+  std::string w = a.dtype == t ? a.name : c.cast(a.name, t);
+  const int nd = a.ndim();
+  std::vector<int64_t> perm;
+  for (int d = 0; d < nd - 2; ++d) perm.push_back(d);
+  perm.push_back(nd - 1);
+  perm.push_back(nd - 2);
+  std::vector<std::string> cols;
+  for (int64_t j = 0; j < n; ++j) {
+    std::string d = c.op("Sqrt", {last2(c, w, j, j + 1, j, j + 1)});
+    std::string col = c.op("Mul", {c.op("Div", {last2(c, w, 0, n, j, j + 1), d}), rows_from(c, n, j, t)});
+    cols.push_back(col);
+    if (j + 1 < n) w = c.op("Sub", {w, c.op("MatMul", {col, c.op("Transpose", {col}, {{"perm", perm}})})});
+  }
+  std::string l = n == 1 ? cols[0] : c.op("Concat", cols, {{"axis", -1}});
+  if (upper) l = c.op("Transpose", {l}, {{"perm", perm}});
+  store(c, 0, l, t);
+}
+
+// Gauss-Jordan elimination with partial pivoting (the largest magnitude in the column, the first on
+// ties, as LAPACK's getrf picks) on [A | I].
+void inverse(Context& c) {
+  const int64_t n = square_size(c, "Inverse");
+  const bool tri = c.bool_arg(0), upper = c.bool_arg(1);
+  const Tensor& a = c.in.at(0);
+  const Dtype t = compute_type(a.dtype);
+  const int nd = a.ndim();
+  std::string x = a.dtype == t ? a.name : c.cast(a.name, t);
+  std::vector<float> eye(static_cast<size_t>(n * n), 0.0f);
+  for (int64_t i = 0; i < n; ++i) eye[i * n + i] = 1.0f;
+  std::vector<int64_t> big(a.shape.begin(), a.shape.end());
+  std::string id = c.op("Expand", {c.constant(astype(array(eye.data(), Shape{static_cast<int32_t>(n), static_cast<int32_t>(n)}), t)),
+                                   c.ints(big)});
+  std::string m = c.op("Concat", {x, id}, {{"axis", -1}});
+  big.back() = 2 * n;
+  std::vector<int64_t> ar(n);
+  for (int64_t i = 0; i < n; ++i) ar[i] = i;
+  const std::string rows = c.ints(ar);
+  for (int64_t k = 0; k < n; ++k) {
+    // The pivot: the largest |m[i, k]| over rows i >= k.
+    std::string col = c.op("Squeeze", {last2(c, m, 0, n, k, k + 1), c.ints({-1})});
+    std::vector<uint8_t> below(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) below[i] = i < k;
+    std::string cand = c.op("Where", {c.constant(astype(array(below.data(), Shape{static_cast<int32_t>(n)}), bool_)),
+                                      c.scalar(-1, t), c.op("Abs", {col})});
+    std::string p = c.op("ArgMax", {cand}, {{"axis", -1}, {"keepdims", 1}});
+    // Rows k and p swapped: index[i] = p for i = k, k for i = p, else i.
+    std::string kk = c.ints({k}, true);
+    std::string idx = c.op("Where", {c.op("Equal", {rows, kk}), p, c.op("Where", {c.op("Equal", {rows, p}), kk, rows})});
+    idx = c.op("Expand", {c.op("Unsqueeze", {idx, c.ints({-1})}), c.ints(big)});
+    m = c.op("GatherElements", {m, idx}, {{"axis", static_cast<int64_t>(nd - 2)}});
+    std::string r = c.op("Div", {last2(c, m, k, k + 1, 0, 2 * n), last2(c, m, k, k + 1, k, k + 1)});
+    std::vector<float> notk(static_cast<size_t>(n), 1.0f);
+    notk[k] = 0.0f;
+    std::string f = c.op("Mul", {last2(c, m, 0, n, k, k + 1),
+                                 c.constant(astype(array(notk.data(), Shape{static_cast<int32_t>(n), 1}), t))});
+    m = c.op("Sub", {m, c.op("Mul", {f, r})});
+    std::vector<uint8_t> isk(static_cast<size_t>(n), 0);
+    isk[k] = 1;
+    m = c.op("Where", {c.constant(astype(array(isk.data(), Shape{static_cast<int32_t>(n), 1}), bool_)), r, m});
+  }
+  std::string inv = last2(c, m, 0, n, n, 2 * n);
+  if (tri) {
+    // The inverse of a triangular matrix is triangular: the other triangle exactly zero, as MLX's.
+    std::vector<uint8_t> keep(static_cast<size_t>(n * n));
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < n; ++j) keep[i * n + j] = upper ? j >= i : j <= i;
+    }
+    inv = c.op("Where", {c.constant(astype(array(keep.data(), Shape{static_cast<int32_t>(n), static_cast<int32_t>(n)}), bool_)),
+                         inv, c.scalar(0, t)});
+  }
+  store(c, 0, inv, t);
+}
+
 }  // namespace
 
 void register_linalg_onnx(LoweringTable& table) {
@@ -93,8 +201,7 @@ void register_linalg_onnx(LoweringTable& table) {
   table.polymorphic({"Matmul", "AddMM"});
   const std::string none = " (ONNX has no operator for it, and no fixed decomposition of the iterative LAPACK "
                            "algorithm gives the same results)";
-  table.refuse("Cholesky", "ONNX has no Cholesky factorization operator" + none);
-  table.refuse("Inverse", "ONNX has no matrix inverse operator" + none);
+  table.add({{"Cholesky", cholesky}, {"Inverse", inverse}});
   table.refuse("QRF", "ONNX has no QR factorization operator" + none);
   table.refuse("SVD", "ONNX has no singular value decomposition operator" + none);
   table.refuse("Eig", "ONNX has no eigen-decomposition operator" + none);

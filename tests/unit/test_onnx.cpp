@@ -95,7 +95,8 @@ TEST(OnnxExport, NamesInputsByPositionAndKeywordAndOutputsInOrder) {
 
 TEST(OnnxExport, ConstantsBecomeInitializers) {
   const fs::path in = scratch("const.mlxfn"), out = scratch("const.onnx");
-  mx::array w = mx::arange(6.0f).reshape({2, 3});
+  mx::array w = mx::reshape(mx::arange(6.0), {2, 3});
+  w.eval();  // a constant of the trace, not a graph of Arange and Reshape
   mx::export_function(in.string(), [w](const mx::Args& a) { return std::vector<mx::array>{mx::multiply(a[0], w)}; },
                       mx::Args{mx::ones({2, 3})});
   mx::to_onnx(in.string(), out.string());
@@ -139,6 +140,15 @@ TEST(OnnxExport, AnOpsetTooOldIsRefusedWithTheReason) {
   o.opset = 18;
   mx::to_onnx(in.string(), out.string(), o);
   EXPECT_EQ(read_model(out).opset_import(0).version(), 18);
+  // A primitive that needs a newer opset than the one asked for says which and why.
+  const fs::path fft_in = scratch("fft.mlxfn");
+  mx::export_function(fft_in.string(),
+                      [](const mx::Args& a) { return std::vector<mx::array>{mx::abs(mx::fft::rfft(a[0]))}; },
+                      mx::Args{mx::ones({8})});
+  o.opset = 19;
+  const std::string msg = refusal_of(fft_in, out, o);
+  EXPECT_THAT(msg, HasSubstr("FFT needs ONNX opset 20 or newer (DFT"));
+  EXPECT_THAT(msg, HasSubstr("the requested opset is 19"));
 }
 
 TEST(OnnxExport, BadPathsAndFunctionIndexGiveClearErrors) {
@@ -160,7 +170,7 @@ TEST(OnnxExport, BadPathsAndFunctionIndexGiveClearErrors) {
 
 TEST(OnnxExport, ExternalDataGoesToASideFile) {
   const fs::path in = scratch("ext.mlxfn"), out = scratch("ext.onnx");
-  mx::array w = mx::arange(1024.0f);
+  mx::array w = mx::arange(1024.0);
   mx::export_function(in.string(), [w](const mx::Args& a) { return std::vector<mx::array>{mx::add(a[0], w)}; },
                       mx::Args{mx::ones({1024})});
   mx::OnnxOptions o;

@@ -1,6 +1,7 @@
 // Convolution (src/primitives/conv/): MLX's channels-last operands transposed to ONNX's channels-first
 // Conv; input dilation (transposed convolutions) by interleaving zeros, flip by reversing the kernel.
 #include <climits>
+#include <cstdint>
 
 #include "onnx/lower/common.h"
 

@@ -3,6 +3,7 @@
 // imaginary), the form ONNX's DFT takes; the driver refuses complex64 graph inputs and outputs and
 // stores complex constants in that form. The element-wise lowerings of complex operands are here too.
 #include <climits>
+#include <cstdint>
 
 #include "onnx/lower/common.h"
 

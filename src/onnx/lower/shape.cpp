@@ -2,6 +2,7 @@
 // slices and slice updates, pads, strided views, creation. Index tensors that depend only on the
 // recorded shapes are computed here and stored as initializers.
 #include <climits>
+#include <cstdint>
 
 #include "kiln/ops.h"
 #include "onnx/lower/common.h"

@@ -14,6 +14,8 @@ PKGS="$PKGS graphviz"
 # ccache: the wheel build (scripts/python_tests.sh) compiles the same library sources as build/, so they
 # come from the cache (CCACHE_BASEDIR makes the two build trees' paths match).
 PKGS="$PKGS ccache"
+# ONNX's generated protobuf classes and protobuf itself: `kiln to-onnx` builds ModelProto (src/onnx).
+PKGS="$PKGS libonnx-dev libprotobuf-dev"
 missing=""
 for p in $PKGS; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

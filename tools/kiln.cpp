@@ -35,6 +35,7 @@ const char* kMainHelp =
     "  bench     time importing a file and calling its function\n"
     "  dot       draw a file's graph (Graphviz DOT, or SVG/PNG through Graphviz's dot)\n"
     "  diff      compare two files structurally (signatures, primitives, states, constants)\n"
+    "  to-onnx   convert a function to an ONNX model\n"
     "  version   print kiln's version\n"
     "\n"
     "Run 'kiln <command> --help' for a command's options.\n";
@@ -461,6 +462,51 @@ int cmd_dot(const std::vector<std::string>& a) {
   return 0;
 }
 
+const char* kToOnnxHelp =
+    "usage: kiln to-onnx IN.mlxfn OUT.onnx [--opset N] [--function I] [--external-data]\n"
+    "\n"
+    "Convert function I (1-based, in file order; default 1) of IN to an ONNX model: inputs arg0, arg1, ...\n"
+    "(positional) and by keyword, outputs out0, out1, ..., constants as initializers.\n"
+    "  --opset N          the ONNX opset to target (default 21; 18 to 23)\n"
+    "  --external-data    initializers of 1 KiB and more go to OUT.onnx.data beside the model (models over 2 GB)\n"
+    "Exit status 3 when the function cannot be expressed in ONNX (the reason is printed), 1 on other errors.\n";
+
+int cmd_to_onnx(const std::vector<std::string>& a) {
+  if (wants_help(a)) {
+    std::cout << kToOnnxHelp;
+    return 0;
+  }
+  std::vector<std::string> files;
+  kiln::OnnxOptions options;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] == "--opset" || a[i] == "--function") {
+      if (i + 1 >= a.size()) throw UsageError(a[i] + " expects a value");
+      const int v = static_cast<int>(parse_int(a[i], a[i + 1]));
+      if (a[i] == "--function") {
+        if (v < 1) throw UsageError("--function expects a number from 1, found " + a[i + 1]);
+        options.function = static_cast<size_t>(v - 1);
+      } else {
+        options.opset = v;
+      }
+      ++i;
+    } else if (a[i] == "--external-data") {
+      options.external_data = true;
+    } else if (!a[i].empty() && a[i][0] == '-') {
+      throw UsageError("unknown option '" + a[i] + "' for 'kiln to-onnx' (see kiln to-onnx --help)");
+    } else {
+      files.push_back(a[i]);
+    }
+  }
+  if (files.size() != 2) throw UsageError("expects IN.mlxfn and OUT.onnx (see kiln to-onnx --help)");
+  try {
+    kiln::to_onnx(files[0], files[1], options);
+  } catch (const kiln::OnnxRefusal& e) {
+    std::cerr << "kiln to-onnx: refused: " << one_line(e.what()) << "\n";
+    return 3;
+  }
+  return 0;
+}
+
 int cmd_diff(const std::vector<std::string>& a) {
   if (wants_help(a)) {
     std::cout << kDiffHelp;
@@ -515,7 +561,8 @@ int main(int argc, char** argv) {
   }
   const std::map<std::string, std::function<int(const std::vector<std::string>&)>> commands = {
       {"run", cmd_run},     {"inspect", cmd_inspect}, {"convert", cmd_convert},
-      {"bench", cmd_bench}, {"dot", cmd_dot},         {"diff", cmd_diff}};
+      {"bench", cmd_bench}, {"dot", cmd_dot},         {"diff", cmd_diff},
+      {"to-onnx", cmd_to_onnx}};
   if (cmd == "version" || cmd == "--version") {
     auto v = kiln::format::supported_versions();
     std::cout << "kiln 0.1.0 (reads and writes the .mlxfn layouts of MLX " << v.front() << " to " << v.back()
@@ -525,7 +572,7 @@ int main(int argc, char** argv) {
   auto it = commands.find(cmd);
   if (it == commands.end()) {
     std::cerr << "kiln: unknown command '" << cmd
-              << "' (expected run, inspect, convert, bench, dot, diff or version; see kiln --help)\n";
+              << "' (expected run, inspect, convert, bench, dot, diff, to-onnx or version; see kiln --help)\n";
     return 2;
   }
   try {

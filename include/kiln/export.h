@@ -202,6 +202,7 @@ struct ImportedFunction {
   explicit ImportedFunction(std::shared_ptr<detail::FunctionTable> table);
 
  private:
+  friend void export_events(const ImportedFunction& fn, size_t function, const ExportCallback& callback);
   std::shared_ptr<detail::FunctionTable> table_;
 };
 
@@ -227,6 +228,12 @@ struct ImportOptions {
 // the limits of `options`.
 ImportedFunction import_function(const std::string& file);
 ImportedFunction import_function(const std::string& file, const ImportOptions& options);
+
+// kiln extension (converters such as `kiln to-onnx`): function `function` (0-based, in file order) of an
+// imported file sent to `callback` as the export callback events MLX's exporter would send for it
+// (inputs, keyword_inputs, outputs, constants, one primitive event per tape node). Throws
+// std::out_of_range for a function the file does not have.
+void export_events(const ImportedFunction& fn, size_t function, const ExportCallback& callback);
 
 }  // namespace kiln
 

@@ -13,6 +13,7 @@
 #include "kiln/io.h"
 #include "kiln/linalg.h"
 #include "kiln/memory.h"
+#include "kiln/onnx.h"
 #include "kiln/ops.h"
 #include "kiln/primitive.h"
 #include "kiln/profile.h"

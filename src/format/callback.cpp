@@ -36,7 +36,8 @@ using Described = std::vector<std::tuple<std::string, Shape, Dtype>>;
 
 }  // namespace
 
-void emit_events(const Record& rec, const ExportCallback& callback, std::unordered_set<uint64_t>& reported) {
+void emit_events(const Record& rec, const ExportCallback& callback, std::unordered_set<uint64_t>& reported,
+                 bool implied) {
   Namer name;
   std::unordered_map<uint64_t, ArraySpec> spec;
   for (size_t i = 0; i < rec.input_ids.size(); ++i) spec.emplace(rec.input_ids[i], rec.inputs[i]);
@@ -83,7 +84,7 @@ void emit_events(const Record& rec, const ExportCallback& callback, std::unorder
     std::vector<StateT> args;
     for (size_t i = 0; i < e.state.values.size(); ++i) {
       if (i < e.def->fields.size() && e.def->fields[i].type == FieldType::Placeholder) continue;
-      if (implied_field(*e.def, static_cast<int>(i))) continue;  // not part of MLX's state (DivMod's floor)
+      if (!implied && implied_field(*e.def, static_cast<int>(i))) continue;  // not part of MLX's state (DivMod's floor)
       args.push_back(e.state.values[i]);
     }
     callback({{"type", std::string("primitive")},

@@ -3,6 +3,7 @@
 #include <map>
 #include <mutex>
 
+#include "format/callback.h"
 #include "format/codec.h"
 #include "format/validate.h"
 #include "format/compat/version.h"
@@ -147,6 +148,17 @@ ImportedFunction import_source(std::shared_ptr<const format::Source> src, const 
 
 ImportedFunction import_function(const std::string& file, const ImportOptions& options) {
   return detail::import_source(std::make_shared<format::FileSource>(file), options);
+}
+
+void export_events(const ImportedFunction& fn, size_t function, const ExportCallback& callback) {
+  const auto& records = fn.table_->file.records;
+  if (function >= records.size()) {
+    throw std::out_of_range("[export_events] The file has " + std::to_string(records.size()) +
+                            " function(s); function " + std::to_string(function + 1) + " does not exist.");
+  }
+  std::unordered_set<uint64_t> reported;
+  // Converters need the whole state: implied values too (DivMod's floor), unlike MLX's callbacks.
+  format::emit_events(records[function], callback, reported, /*implied=*/true);
 }
 
 ImportedFunction import_function(const std::string& file) { return import_function(file, ImportOptions{}); }

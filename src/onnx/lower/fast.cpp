@@ -1,0 +1,207 @@
+// The fused rows (src/primitives/fast/): RMSNorm, LayerNorm, their VJPs, RoPE and
+// ScaledDotProductAttention as their decompositions in float32 (half types computed in float32 and
+// rounded once, as kiln's and MLX's kernels accumulate them).
+#include <cmath>
+#include <limits>
+
+#include "kiln/ops.h"
+#include "onnx/lower/common.h"
+
+namespace kiln::onnx_export {
+
+namespace {
+
+std::vector<int64_t> dims(const Shape& s) { return std::vector<int64_t>(s.begin(), s.end()); }
+
+std::string f32(Context& c, const Tensor& t) { return t.dtype == float32 ? t.name : c.cast(t.name, float32); }
+
+std::string mean_last(Context& c, const std::string& x) {
+  return c.op("ReduceMean", {x, c.ints({-1})}, {{"keepdims", 1}});
+}
+
+// The sum of `x` (of `shape`) down to the shape of w (the trailing dims; a scalar w sums everything).
+std::string sum_to(Context& c, const std::string& x, const Shape& shape, const Shape& w) {
+  std::vector<int64_t> ax;
+  const size_t lead = shape.size() - std::min(shape.size(), w.size());
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (d < lead || (w.size() && w[d - lead] == 1 && shape[d] != 1)) ax.push_back(static_cast<int64_t>(d));
+  }
+  std::string r = ax.empty() ? x : c.op("ReduceSum", {x, c.ints(ax)}, {{"keepdims", 1}});
+  return c.op("Reshape", {r, c.ints(dims(w))});
+}
+
+void rms_norm(Context& c) {
+  const float eps = c.float_arg(0);
+  std::string x = f32(c, c.in.at(0)), w = f32(c, c.in.at(1));
+  std::string r = c.op("Reciprocal", {c.op("Sqrt", {c.op("Add", {mean_last(c, c.op("Mul", {x, x})),
+                                                                  c.scalar(eps, float32)})})});
+  store(c, 0, c.op("Mul", {c.op("Mul", {x, r}), w}), float32);
+}
+
+void layer_norm(Context& c) {
+  const float eps = c.float_arg(0);
+  std::string x = f32(c, c.in.at(0)), w = f32(c, c.in.at(1)), b = f32(c, c.in.at(2));
+  std::string d = c.op("Sub", {x, mean_last(c, x)});
+  std::string var = mean_last(c, c.op("Mul", {d, d}));
+  std::string r = c.op("Reciprocal", {c.op("Sqrt", {c.op("Add", {var, c.scalar(eps, float32)})})});
+  store(c, 0, c.op("Add", {c.op("Mul", {c.op("Mul", {d, r}), w}), b}), float32);
+}
+
+void rms_norm_vjp(Context& c) {
+  const float eps = c.float_arg(0);
+  std::string x = f32(c, c.in.at(0)), w = f32(c, c.in.at(1)), g = f32(c, c.in.at(2));
+  std::string r = c.op("Reciprocal", {c.op("Sqrt", {c.op("Add", {mean_last(c, c.op("Mul", {x, x})),
+                                                                  c.scalar(eps, float32)})})});
+  std::string n = c.op("Mul", {x, r});
+  std::string gw = c.op("Mul", {g, w});
+  std::string dx = c.op("Mul", {r, c.op("Sub", {gw, c.op("Mul", {n, mean_last(c, c.op("Mul", {gw, n}))})})});
+  store(c, 0, dx, float32);
+  store(c, 1, sum_to(c, c.op("Mul", {g, n}), c.in[0].shape, c.in[1].shape), float32);
+}
+
+void layer_norm_vjp(Context& c) {
+  const float eps = c.float_arg(0);
+  std::string x = f32(c, c.in.at(0)), w = f32(c, c.in.at(1)), g = f32(c, c.in.at(3));
+  std::string d = c.op("Sub", {x, mean_last(c, x)});
+  std::string r = c.op("Reciprocal", {c.op("Sqrt", {c.op("Add", {mean_last(c, c.op("Mul", {d, d})),
+                                                                  c.scalar(eps, float32)})})});
+  std::string xh = c.op("Mul", {d, r});
+  std::string gw = c.op("Mul", {g, w});
+  std::string inner = c.op("Sub", {c.op("Sub", {gw, mean_last(c, gw)}), c.op("Mul", {xh, mean_last(c, c.op("Mul", {gw, xh}))})});
+  store(c, 0, c.op("Mul", {r, inner}), float32);
+  store(c, 1, sum_to(c, c.op("Mul", {g, xh}), c.in[0].shape, c.in[1].shape), float32);
+  store(c, 2, sum_to(c, g, c.in[0].shape, c.in.at(2).shape), float32);
+}
+
+void rope(Context& c) {
+  const int rd = c.int_arg(0);
+  const bool traditional = c.bool_arg(1);
+  const float base = c.float_arg(2), scale = c.float_arg(3);
+  const bool forward = c.bool_arg(4);
+  const Tensor& tx = c.in.at(0);
+  const int n = tx.ndim();
+  const int64_t L = tx.shape[n - 2], D = tx.shape[n - 1];
+  const int half = rd / 2;
+  std::string x = f32(c, tx);
+  // Positions (offset + t) * scale, shaped (B or 1, 1..., L, 1).
+  std::vector<float> t(static_cast<size_t>(L));
+  for (int64_t i = 0; i < L; ++i) t[i] = static_cast<float>(i);
+  std::string tt = c.constant(array(t.data(), Shape{static_cast<int32_t>(L), 1}));
+  std::vector<int64_t> oshape(n, 1);
+  oshape[0] = -1;
+  std::string off = c.op("Reshape", {c.cast(c.in.at(1).name, float32), c.ints(oshape)});
+  std::string pos = c.op("Mul", {c.op("Add", {tt, off}), c.scalar(scale, float32)});
+  std::string inv;
+  if (c.in.size() == 3) {
+    inv = c.op("Reciprocal", {c.in[2].name});
+  } else {
+    std::vector<float> f(half);
+    const float k = std::log(base) / static_cast<float>(half);
+    for (int i = 0; i < half; ++i) f[i] = std::exp(static_cast<float>(-i) * k);
+    inv = c.constant(array(f.data(), Shape{half}));
+  }
+  std::string th = c.op("Mul", {pos, inv});
+  std::string cs = c.op("Cos", {th}), sn = c.op("Sin", {th});
+  std::string x1, x2;
+  auto last = [&](const std::string& v, int64_t b, int64_t e) {
+    return c.op("Slice", {v, c.ints({b}), c.ints({e}), c.ints({-1})});
+  };
+  std::vector<int64_t> pairs = dims(tx.shape);
+  pairs.back() = half;
+  pairs.push_back(2);
+  if (traditional) {
+    std::string p = c.op("Reshape", {last(x, 0, rd), c.ints(pairs)});
+    x1 = c.op("Squeeze", {last(p, 0, 1), c.ints({-1})});
+    x2 = c.op("Squeeze", {last(p, 1, 2), c.ints({-1})});
+  } else {
+    x1 = last(x, 0, half);
+    x2 = last(x, half, rd);
+  }
+  std::string o1, o2;
+  if (forward) {
+    o1 = c.op("Sub", {c.op("Mul", {x1, cs}), c.op("Mul", {x2, sn})});
+    o2 = c.op("Add", {c.op("Mul", {x1, sn}), c.op("Mul", {x2, cs})});
+  } else {
+    o1 = c.op("Add", {c.op("Mul", {x2, sn}), c.op("Mul", {x1, cs})});
+    o2 = c.op("Sub", {c.op("Mul", {x2, cs}), c.op("Mul", {x1, sn})});
+  }
+  std::string rot;
+  if (traditional) {
+    std::string both = c.op("Concat", {c.op("Unsqueeze", {o1, c.ints({-1})}), c.op("Unsqueeze", {o2, c.ints({-1})})},
+                            {{"axis", -1}});
+    std::vector<int64_t> back = dims(tx.shape);
+    back.back() = rd;
+    rot = c.op("Reshape", {both, c.ints(back)});
+  } else {
+    rot = c.op("Concat", {o1, o2}, {{"axis", -1}});
+  }
+  if (rd < D) rot = c.op("Concat", {rot, last(x, rd, D)}, {{"axis", -1}});
+  store(c, 0, rot, float32);
+}
+
+void sdpa(Context& c) {
+  const float scale = c.float_arg(0);
+  const bool causal = c.bool_arg(1), has_sinks = c.bool_arg(2), lse = c.bool_arg(3);
+  if (lse) c.refuse("the logsumexp output of attention (only written under gradient tracing)");
+  const Tensor& tq = c.in.at(0);
+  const Tensor& tk = c.in.at(1);
+  const Tensor& tv = c.in.at(2);
+  const size_t nmask = c.in.size() - 3 - (has_sinks ? 1 : 0);
+  const int64_t Hq = tq.shape[1], Lq = tq.shape[2], Hk = tk.shape[1], Lk = tk.shape[2];
+  std::string q = f32(c, tq), k = f32(c, tk), v = f32(c, tv);
+  if (Hq != Hk) {
+    const int64_t rep = Hq / Hk;
+    auto repeat = [&](const std::string& a, const Tensor& t) {
+      const int64_t l = t.shape[2], d = t.shape[3];
+      std::string r = c.op("Reshape", {a, c.ints({t.shape[0], Hk, 1, l, d})});
+      r = c.op("Expand", {r, c.ints({t.shape[0], Hk, rep, l, d})});
+      return c.op("Reshape", {r, c.ints({t.shape[0], Hq, l, d})});
+    };
+    k = repeat(k, tk);
+    v = repeat(v, tv);
+  }
+  std::string s = c.op("MatMul", {c.op("Mul", {q, c.scalar(scale, float32)}),
+                                  c.op("Transpose", {k}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}})});
+  const std::string ninf = c.scalar(-std::numeric_limits<float>::infinity(), float32);
+  if (nmask == 1) {
+    const Tensor& m = c.in.at(3);
+    if (m.dtype == bool_) {
+      s = c.op("Where", {m.name, s, ninf});
+    } else {
+      s = c.op("Add", {s, f32(c, m)});
+    }
+  }
+  if (causal) {
+    std::vector<uint8_t> allow(static_cast<size_t>(Lq * Lk));
+    for (int64_t i = 0; i < Lq; ++i) {
+      for (int64_t j = 0; j < Lk; ++j) allow[i * Lk + j] = j <= i + (Lk - Lq);
+    }
+    std::string cm = c.constant(
+        astype(array(allow.data(), Shape{static_cast<int32_t>(Lq), static_cast<int32_t>(Lk)}), bool_));
+    s = c.op("Where", {cm, s, ninf});
+  }
+  std::string p;
+  if (has_sinks) {
+    // One extra logit per head, in the softmax's normalization only.
+    std::string sink = c.op("Reshape", {f32(c, c.in.back()), c.ints({1, Hq, 1, 1})});
+    sink = c.op("Expand", {sink, c.ints({tq.shape[0], Hq, Lq, 1})});
+    std::string all = c.op("Softmax", {c.op("Concat", {s, sink}, {{"axis", -1}})}, {{"axis", -1}});
+    p = c.op("Slice", {all, c.ints({0}), c.ints({Lk}), c.ints({-1})});
+  } else {
+    p = c.op("Softmax", {s}, {{"axis", -1}});
+  }
+  store(c, 0, c.op("MatMul", {p, v}), float32);
+}
+
+}  // namespace
+
+void register_fast_onnx(LoweringTable& table) {
+  table.add({{"RMSNorm", rms_norm},
+             {"LayerNorm", layer_norm},
+             {"RMSNormVJP", rms_norm_vjp},
+             {"LayerNormVJP", layer_norm_vjp},
+             {"RoPE", rope},
+             {"ScaledDotProductAttention", sdpa}});
+}
+
+}  // namespace kiln::onnx_export

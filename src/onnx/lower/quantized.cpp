@@ -1,0 +1,199 @@
+// Quantized rows (src/primitives/quantized/): the packed codes unpacked with integer ops (uint64 words,
+// so that 3-, 5- and 6-bit codes that straddle two words come out too), dequantized exactly as MLX
+// defines each mode (affine: scale * q + bias; mxfp4 / nvfp4: the E2M1 value times the E8M0 / E4M3 scale;
+// mxfp8: the E4M3 value times the E8M0 scale, through lookup tables), then MatMul in float32.
+#include <cmath>
+
+#include "kiln/ops.h"
+#include "onnx/lower/common.h"
+
+namespace kiln::onnx_export {
+
+namespace {
+
+std::vector<int64_t> dims(const Shape& s) { return std::vector<int64_t>(s.begin(), s.end()); }
+
+float e4m3(uint8_t c) {
+  const float sign = (c & 0x80) ? -1.0f : 1.0f;
+  const int e = (c >> 3) & 0xf, m = c & 7;
+  if ((c & 0x7f) == 0x7f) return std::nanf("");
+  if (e == 0) return sign * std::ldexp(static_cast<float>(m), -9);
+  return sign * std::ldexp(1.0f + static_cast<float>(m) / 8.0f, e - 7);
+}
+
+// A float32 lookup table initializer.
+std::string table_of(Context& c, const std::vector<float>& v) {
+  return c.constant(array(v.data(), Shape{static_cast<int32_t>(v.size())}));
+}
+
+// The codes (..., R, K) of packed words w (..., R, K * bits / 32), as int64.
+std::string unpack(Context& c, const Tensor& w, int bits) {
+  const int64_t words = w.shape.back();
+  const int64_t k = words * 32 / bits;
+  std::vector<int64_t> lo(k), hi(k), shift(k);
+  for (int64_t e = 0; e < k; ++e) {
+    const int64_t pos = e * bits;
+    lo[e] = pos / 32;
+    hi[e] = std::min(lo[e] + 1, words - 1);
+    shift[e] = pos % 32;
+  }
+  std::string w64 = c.cast(w.name, uint64);
+  std::string a = c.op("Gather", {w64, c.ints(lo)}, {{"axis", -1}});
+  std::string b = c.op("Gather", {w64, c.ints(hi)}, {{"axis", -1}});
+  std::string two = c.op("BitShift", {b, c.constant(astype(array(static_cast<int64_t>(32), int64), uint64))},
+                         {{"direction", "LEFT"}});
+  std::string both = c.op("BitwiseOr", {a, two});
+  std::string sh = c.constant(astype(array(shift.data(), Shape{static_cast<int32_t>(k)}), uint64));
+  std::string v = c.op("BitShift", {both, sh}, {{"direction", "RIGHT"}});
+  std::string mask = c.constant(astype(array(static_cast<int64_t>((1 << bits) - 1), int64), uint64));
+  return c.cast(c.op("BitwiseAnd", {v, mask}), int64);
+}
+
+// A per-group tensor (..., R, G) repeated to the elements (..., R, G * gs).
+std::string per_element(Context& c, const std::string& v, const Shape& shape, int gs) {
+  std::vector<int64_t> un = dims(shape);
+  un.push_back(1);
+  std::vector<int64_t> big = dims(shape);
+  big.push_back(gs);
+  std::vector<int64_t> flat = dims(shape);
+  flat.back() *= gs;
+  std::string r = c.op("Reshape", {v, c.ints(un)});
+  r = c.op("Expand", {r, c.ints(big)});
+  return c.op("Reshape", {r, c.ints(flat)});
+}
+
+struct Quant {
+  int gs, bits, mode;
+};
+
+// The dequantized weights (..., R, K) in float32 from w, scales and (affine) biases.
+std::string dequantize(Context& c, const Quant& q, const Tensor& w, const Tensor& scales, const Tensor* biases) {
+  c.need_opset(18, "BitwiseAnd / BitwiseOr");
+  if (q.mode == 0 && (q.bits < 2 || q.bits > 8 || q.bits == 7)) c.refuse("affine quantization with " + std::to_string(q.bits) + " bits");
+  if (q.mode != 0 && ((q.mode == 2) != (q.bits == 8) || (q.bits != 4 && q.bits != 8))) {
+    c.refuse("quantization mode " + std::to_string(q.mode) + " with " + std::to_string(q.bits) + " bits");
+  }
+  if (q.mode < 0 || q.mode > 3) c.refuse("unknown quantization mode " + std::to_string(q.mode));
+  std::string codes = unpack(c, w, q.bits);
+  if (q.mode == 0) {
+    std::string s = per_element(c, scales.dtype == float32 ? scales.name : c.cast(scales.name, float32), scales.shape, q.gs);
+    std::string b = per_element(c, biases->dtype == float32 ? biases->name : c.cast(biases->name, float32),
+                                biases->shape, q.gs);
+    return c.op("Add", {c.op("Mul", {s, c.cast(codes, float32)}), b});
+  }
+  std::vector<float> values;
+  if (q.bits == 8) {
+    for (int i = 0; i < 256; ++i) values.push_back(e4m3(static_cast<uint8_t>(i)));
+  } else {
+    values = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+  }
+  std::string v = c.op("Gather", {table_of(c, values), codes}, {{"axis", 0}});
+  std::vector<float> st;
+  for (int i = 0; i < 256; ++i) {
+    st.push_back(q.mode == 3 ? e4m3(static_cast<uint8_t>(i)) : std::ldexp(1.0f, i - 127));
+  }
+  std::string sv = c.op("Gather", {table_of(c, st), c.cast(scales.name, int64)}, {{"axis", 0}});
+  return c.op("Mul", {v, per_element(c, sv, scales.shape, q.gs)});
+}
+
+Quant quant_args(Context& c) { return {c.int_arg(0), c.int_arg(1), c.int_arg(2)}; }
+
+void quantized_matmul(Context& c) {
+  const Quant q = quant_args(c);
+  const bool transpose = c.bool_arg(3);
+  const Tensor* biases = q.mode == 0 ? &c.in.at(3) : nullptr;
+  std::string w = dequantize(c, q, c.in.at(1), c.in.at(2), biases);
+  const int nd = c.in[1].ndim();
+  if (transpose) {
+    std::vector<int64_t> perm;
+    for (int d = 0; d < nd - 2; ++d) perm.push_back(d);
+    perm.push_back(nd - 1);
+    perm.push_back(nd - 2);
+    w = c.op("Transpose", {w}, {{"perm", perm}});
+  }
+  const Tensor& x = c.in.at(0);
+  std::string xs = x.dtype == float32 ? x.name : c.cast(x.name, float32);
+  store(c, 0, c.op("MatMul", {xs, w}), float32);
+}
+
+void gather_qmm(Context& c) {
+  const Quant q = quant_args(c);
+  const bool transpose = c.bool_arg(3);
+  const bool affine = q.mode == 0;
+  const Tensor& x = c.in.at(0);
+  const Tensor& tw = c.in.at(1);
+  const Tensor& lhs = c.in.at(affine ? 4 : 3);
+  const Tensor& rhs = c.in.at(affine ? 5 : 4);
+  std::string w = dequantize(c, q, tw, c.in.at(2), affine ? &c.in.at(3) : nullptr);
+  const int nd = tw.ndim();
+  const int64_t rows = tw.shape[nd - 2], k = tw.shape[nd - 1] * 32 / q.bits;
+  w = c.op("Reshape", {w, c.ints({-1, rows, k})});
+  if (transpose) w = c.op("Transpose", {w}, {{"perm", std::vector<int64_t>{0, 2, 1}}});
+  w = c.op("Gather", {w, c.cast(rhs.name, int64)}, {{"axis", 0}});
+  const int xn = x.ndim();
+  std::string xs = x.dtype == float32 ? x.name : c.cast(x.name, float32);
+  xs = c.op("Reshape", {xs, c.ints({-1, x.shape[xn - 2], x.shape[xn - 1]})});
+  xs = c.op("Gather", {xs, c.cast(lhs.name, int64)}, {{"axis", 0}});
+  store(c, 0, c.op("MatMul", {xs, w}), float32);
+}
+
+// Affine quantization with MLX's arithmetic step for step in float32 (each group's min and max, the
+// scale snapped so that the edge value is exact, codes rounded half to even and clamped), so the codes,
+// scales and biases are MLX's bit for bit; the codes packed low bits first.
+void affine_quantize(Context& c, const Quant& q) {
+  const Tensor& w = c.in.at(0);
+  if (w.dtype == float64) c.refuse("quantizing float64 (MLX computes it in double)");
+  if (32 % q.bits != 0) c.refuse("quantizing to " + std::to_string(q.bits) + " bits (codes that straddle words)");
+  std::vector<int64_t> grouped = dims(w.shape);
+  grouped.back() = w.shape.back() / q.gs;
+  grouped.push_back(q.gs);
+  std::string x = c.op("Reshape", {w.dtype == float32 ? w.name : c.cast(w.name, float32), c.ints(grouped)});
+  auto red = [&](const char* op) { return c.op(op, {x, c.ints({-1})}, {{"keepdims", 1}}); };
+  std::string wmax = red("ReduceMax"), wmin = red("ReduceMin");
+  const std::string zero = c.scalar(0, float32), n_bins = c.scalar((1 << q.bits) - 1, float32);
+  std::string mask = c.op("Greater", {c.op("Abs", {wmin}), c.op("Abs", {wmax})});
+  std::string scale = c.op("Max", {c.op("Div", {c.op("Sub", {wmax, wmin}), n_bins}), c.scalar(1e-7f, float32)});
+  scale = c.op("Where", {mask, scale, c.op("Neg", {scale})});
+  std::string edge = c.op("Where", {mask, wmin, wmax});
+  std::string q0 = c.op("Round", {c.op("Div", {edge, scale})});
+  std::string nz = c.op("Not", {c.op("Equal", {q0, zero})});
+  scale = c.op("Where", {nz, c.op("Div", {edge, q0}), scale});
+  std::string bias = c.op("Where", {nz, edge, zero});
+  std::string codes = c.op("Round", {c.op("Div", {c.op("Sub", {x, bias}), scale})});
+  codes = c.op("Min", {c.op("Max", {codes, zero}), n_bins});
+  codes = c.op("Where", {c.op("IsNaN", {codes}), zero, codes});
+  // Pack: (..., K / per, per) codes times 2^(bits * j), summed (the bit fields do not overlap).
+  const int per = 32 / q.bits;
+  std::vector<int64_t> packed = dims(w.shape);
+  packed.back() = w.shape.back() / per;
+  std::vector<int64_t> split = packed;
+  split.push_back(per);
+  std::vector<int64_t> weights(per);
+  for (int j = 0; j < per; ++j) weights[j] = int64_t(1) << (q.bits * j);
+  std::string ci = c.op("Reshape", {c.cast(codes, int64), c.ints(split)});
+  std::string word = c.op("ReduceSum", {c.op("Mul", {ci, c.ints(weights)}), c.ints({-1})}, {{"keepdims", 0}});
+  c.op_to(0, "Cast", {word}, {{"to", onnx_type(uint32)}});
+  std::vector<int64_t> gshape = dims(w.shape);
+  gshape.back() = w.shape.back() / q.gs;
+  store(c, 1, c.op("Reshape", {scale, c.ints(gshape)}), float32);
+  store(c, 2, c.op("Reshape", {bias, c.ints(gshape)}), float32);
+}
+
+void quantize(Context& c) {
+  const Quant q = quant_args(c);
+  if (!c.bool_arg(3)) {
+    if (q.mode != 0) c.refuse("quantizing to the mxfp4 / mxfp8 / nvfp4 modes (dequantizing them is lowered)");
+    affine_quantize(c, q);
+    return;
+  }
+  const Tensor* biases = q.mode == 0 ? &c.in.at(2) : nullptr;
+  store(c, 0, dequantize(c, q, c.in.at(0), c.in.at(1), biases), float32);
+}
+
+}  // namespace
+
+void register_quantized_onnx(LoweringTable& table) {
+  table.add({{"QuantizedMatmul", quantized_matmul}, {"GatherQMM", gather_qmm}, {"Quantize", quantize}});
+}
+
+}  // namespace kiln::onnx_export

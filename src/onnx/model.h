@@ -1,0 +1,41 @@
+// The ONNX driver: a function's export events turned into a ModelProto (graph inputs, initializers,
+// one lowering per primitive event, graph outputs), then written atomically.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <string>
+
+#include "onnx/lowering.h"
+
+namespace kiln::onnx_export {
+
+// Oldest and newest opsets the lowerings are written for: from 18 on, the Reduce* ops, Split, Pad and
+// Resize take their axes and sizes as inputs, which the lowerings rely on.
+constexpr int kMinOpset = 18;
+constexpr int kMaxOpset = 23;
+
+// The graph being built: fresh names, initializers, nodes.
+class GraphBuilder {
+ public:
+  GraphBuilder(onnx::GraphProto& graph, int opset, bool shapeless)
+      : graph_(graph), opset_(opset), shapeless_(shapeless) {}
+  bool shapeless() const { return shapeless_; }
+  onnx::GraphProto& graph() { return graph_; }
+  int opset() const { return opset_; }
+  std::string fresh(const std::string& hint = "t") { return hint + "_" + std::to_string(next_++); }
+
+ private:
+  onnx::GraphProto& graph_;
+  int opset_;
+  bool shapeless_;
+  size_t next_ = 0;
+};
+
+// Fills `t` (name, dims, type, raw bytes) from a kiln array.
+void fill_tensor(onnx::TensorProto& t, const std::string& name, const array& value);
+
+// The model for function `options.function` of `fn` (nothing written).
+onnx::ModelProto build_model(const ImportedFunction& fn, const OnnxOptions& options);
+
+}  // namespace kiln::onnx_export

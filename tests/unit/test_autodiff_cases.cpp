@@ -31,7 +31,6 @@ array rnd(const mx::Shape& shape, double lo, double hi, mx::Dtype t = mx::float6
   for (auto& x : v) x = d(gen);
   return mx::astype(array(v.data(), shape, mx::float64), t);
 }
-array f32(const array& a) { return mx::astype(a, mx::float32); }
 
 Case unary(const char* prim, const char* label, array (*op)(const array&, mx::StreamOrDevice), double lo, double hi) {
   return {prim, label, [op](const A& x) { return A{op(x[0], {})}; }, {rnd({2, 3}, lo, hi)}};

@@ -322,8 +322,10 @@ PathResult greedy_path(const Spec& sp) {
   const size_t n_in = in.size();
   for (size_t step = 0; step + 1 < n_in; ++step) {
     for (auto [x, y] : pairs) {
-      // Pairs sharing a label first; outer products only when nothing else is left.
-      if (std::any_of(in[x].begin(), in[x].end(), [&](int l) { return in[y].count(l) > 0; })) consider(x, y);
+      // Pairs sharing a label first; outer products only when nothing else is left. (The lambda reads
+      // the set, not the structured binding: clang 14 cannot capture bindings.)
+      const auto& in_y = in[y];
+      if (std::any_of(in[x].begin(), in[x].end(), [&](int l) { return in_y.count(l) > 0; })) consider(x, y);
     }
     if (cands.empty()) {
       for (auto [x, y] : pairs) consider(x, y);

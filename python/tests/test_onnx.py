@@ -52,3 +52,32 @@ def test_to_onnx_bad_arguments(tmp_path):
         kiln.to_onnx(src, tmp_path / "x.onnx", opset=17)
     with pytest.raises(TypeError):
         kiln.to_onnx(3, tmp_path / "x.onnx")
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+def test_to_onnx_affine_weights_as_blockwise_dequantize_linear(tmp_path, bits):
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    rng = np.random.default_rng(bits)
+    w, s, b = kiln.quantize(kiln.array(rng.standard_normal((32, 128)).astype(np.float32)), group_size=64, bits=bits)
+    kiln.eval(w, s, b)
+    x = rng.standard_normal((2, 128)).astype(np.float32)
+
+    def f(a):
+        return kiln.quantized_matmul(a, w, s, b, transpose=True, group_size=64, bits=bits)
+
+    src = export(tmp_path, f, kiln.array(x))
+    out = str(tmp_path / "q.onnx")
+    kiln.to_onnx(src, out)
+    model = onnx.load(out)
+    onnx.checker.check_model(model, full_check=True)
+    assert "DequantizeLinear" in {n.op_type for n in model.graph.node}
+    # The codes are stored once, as UINT4 / UINT8 (the uint32 words are not kept beside them).
+    types = {t.data_type for t in model.graph.initializer}
+    assert (21 if bits == 4 else 2) in types and onnx.TensorProto.UINT32 not in types
+    want = np.array(kiln.import_function(src)(kiln.array(x))[0])
+    got = ort.InferenceSession(out, providers=["CPUExecutionProvider"]).run(None, {"arg0": x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # Opset 20 has no blockwise DequantizeLinear: the codes are unpacked with integer ops instead.
+    kiln.to_onnx(src, str(tmp_path / "q20.onnx"), opset=20)
+    assert "DequantizeLinear" not in {n.op_type for n in onnx.load(str(tmp_path / "q20.onnx")).graph.node}

@@ -115,6 +115,18 @@ std::string Context::constant(const array& a) {
   return name;
 }
 
+std::string Context::raw_initializer(int data_type, const std::vector<int64_t>& dims, std::string bytes) {
+  onnx::TensorProto* p = g_.graph().add_initializer();
+  const std::string name = g_.fresh("c");
+  p->set_name(name);
+  p->set_data_type(data_type);
+  for (auto d : dims) p->add_dims(d);
+  p->set_raw_data(std::move(bytes));
+  return name;
+}
+
+const array* Context::constant_value(const std::string& name) const { return g_.constant(name); }
+
 std::string Context::cast(const std::string& x, Dtype to) { return op("Cast", {x}, {{"to", onnx_type(to)}}); }
 
 int Context::opset() const { return g_.opset(); }
@@ -298,6 +310,7 @@ onnx::ModelProto build_model(const ImportedFunction& fn, const OnnxOptions& opti
       for (auto& [n, a] : field<std::vector<std::pair<std::string, array>>>(ev, "constants")) {
         onnx_name[n] = "const_" + n;
         fill_tensor(*graph.add_initializer(), onnx_name.at(n), a);
+        g.add_constant(onnx_name.at(n), a);
       }
     } else if (type == "primitive") {
       const std::string& name = field<std::string>(ev, "name");
@@ -326,6 +339,16 @@ onnx::ModelProto build_model(const ImportedFunction& fn, const OnnxOptions& opti
     node->add_input(value(n));
     node->add_output(out);
     set_type(*graph.add_output(), out, shape, dtype, shapeless, true);
+  }
+  // Initializers no node reads (a constant a lowering re-encoded, e.g. packed 4-bit weights given to
+  // DequantizeLinear as UINT4) are dropped, so the model does not carry them twice.
+  std::set<std::string> used;
+  for (auto& n : graph.node()) {
+    for (auto& i : n.input()) used.insert(i);
+  }
+  auto* inits = graph.mutable_initializer();
+  for (int i = inits->size() - 1; i >= 0; --i) {
+    if (!used.count(inits->Get(i).name())) inits->DeleteSubrange(i, 1);
   }
   return model;
 }

@@ -5,6 +5,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <string>
+#include <unordered_map>
 
 #include "onnx/lowering.h"
 
@@ -24,8 +25,16 @@ class GraphBuilder {
   onnx::GraphProto& graph() { return graph_; }
   int opset() const { return opset_; }
   std::string fresh(const std::string& hint = "t") { return hint + "_" + std::to_string(next_++); }
+  // The file's constants by ONNX value name, so a lowering can choose another encoding of one (the
+  // packed weights of QuantizedMatmul as a UINT4 / UINT8 initializer for DequantizeLinear).
+  void add_constant(const std::string& name, const array& a) { constants_.emplace(name, a); }
+  const array* constant(const std::string& name) const {
+    auto it = constants_.find(name);
+    return it == constants_.end() ? nullptr : &it->second;
+  }
 
  private:
+  std::unordered_map<std::string, array> constants_;
   onnx::GraphProto& graph_;
   int opset_;
   bool shapeless_;

@@ -1,5 +1,6 @@
-// Quantized rows (src/primitives/quantized/): the packed codes unpacked with integer ops (uint64 words,
-// so that 3-, 5- and 6-bit codes that straddle two words come out too), dequantized exactly as MLX
+// Quantized rows (src/primitives/quantized/): constant affine 4- and 8-bit weights as ONNX's blockwise
+// DequantizeLinear (opset 21) plus the per-group bias; otherwise the packed codes unpacked with integer ops
+// (uint64 words, so that 3-, 5- and 6-bit codes that straddle two words come out too), dequantized exactly as MLX
 // defines each mode (affine: scale * q + bias; mxfp4 / nvfp4: the E2M1 value times the E8M0 / E4M3 scale;
 // mxfp8: the E4M3 value times the E8M0 scale, through lookup tables), then MatMul in float32.
 #include <cmath>
@@ -74,6 +75,28 @@ std::string dequantize(Context& c, const Quant& q, const Tensor& w, const Tensor
     c.refuse("quantization mode " + std::to_string(q.mode) + " with " + std::to_string(q.bits) + " bits");
   }
   if (q.mode < 0 || q.mode > 3) c.refuse("unknown quantization mode " + std::to_string(q.mode));
+  if (q.mode == 0 && (q.bits == 4 || q.bits == 8) && c.opset() >= 21) {
+    if (const array* packed = c.constant_value(w.name)) {
+      // Constant 4- or 8-bit weights: ONNX's blockwise DequantizeLinear (opset 21) on the packed codes
+      // themselves. MLX packs codes into little-endian uint32 words from the low bits up, so the words'
+      // bytes are already ONNX's UINT4 layout (two per byte, the first in the low nibble) or UINT8 array.
+      array a = *packed;
+      a.eval();
+      if (!a.row_contiguous()) {
+        a = contiguous(a);
+        a.eval();
+      }
+      std::vector<int64_t> codes_dims = dims(w.shape);
+      codes_dims.back() = codes_dims.back() * 32 / q.bits;
+      std::string codes = c.raw_initializer(q.bits == 4 ? 21 : 2, codes_dims,
+                                            std::string(static_cast<const char*>(a.raw_data()), a.nbytes()));
+      std::string s = scales.dtype == float32 ? scales.name : c.cast(scales.name, float32);
+      std::string deq = c.op("DequantizeLinear", {codes, s}, {{"axis", w.ndim() - 1}, {"block_size", q.gs}});
+      std::string b = per_element(c, biases->dtype == float32 ? biases->name : c.cast(biases->name, float32),
+                                  biases->shape, q.gs);
+      return c.op("Add", {deq, b});
+    }
+  }
   std::string codes = unpack(c, w, q.bits);
   if (q.mode == 0) {
     std::string s = per_element(c, scales.dtype == float32 ? scales.name : c.cast(scales.name, float32), scales.shape, q.gs);

@@ -108,9 +108,9 @@ class Context {
   // An initializer holding `a` (evaluated now).
   std::string constant(const array& a);
   // An initializer of ONNX element type `data_type` (TensorProto.DataType number, e.g. 21 = UINT4) with
-  // the given dims and raw bytes (ONNX's packing for sub-byte types: two 4-bit elements per byte, the
-  // first in the low nibble).
-  std::string raw_initializer(int data_type, const std::vector<int64_t>& dims, std::string bytes);
+  // the given dims, holding the bytes of `a` in row-major order (evaluated now) read as that type
+  // (ONNX's packing for sub-byte types: two 4-bit elements per byte, the first in the low nibble).
+  std::string raw_initializer(int data_type, const std::vector<int64_t>& dims, const array& a);
   // The value of `name` when it is one of the file's constants (an initializer), else null.
   const array* constant_value(const std::string& name) const;
   std::string cast(const std::string& x, Dtype to);

@@ -11,6 +11,19 @@
 
 namespace kiln::onnx_export {
 
+namespace {
+// `value` evaluated, in row-major order, so its bytes are an initializer's raw data.
+array row_major_now(const array& value) {
+  array a = value;
+  a.eval();
+  if (!a.row_contiguous()) {
+    a = contiguous(a);
+    a.eval();
+  }
+  return a;
+}
+}  // namespace
+
 int onnx_type(Dtype t) {
   switch (t.val) {
     case Dtype::Val::bool_: return onnx::TensorProto::BOOL;
@@ -115,13 +128,14 @@ std::string Context::constant(const array& a) {
   return name;
 }
 
-std::string Context::raw_initializer(int data_type, const std::vector<int64_t>& dims, std::string bytes) {
+std::string Context::raw_initializer(int data_type, const std::vector<int64_t>& dims, const array& value) {
+  const array a = row_major_now(value);
   onnx::TensorProto* p = g_.graph().add_initializer();
   const std::string name = g_.fresh("c");
   p->set_name(name);
   p->set_data_type(data_type);
   for (auto d : dims) p->add_dims(d);
-  p->set_raw_data(std::move(bytes));
+  p->set_raw_data(std::string(static_cast<const char*>(a.raw_data()), a.nbytes()));
   return name;
 }
 
@@ -208,12 +222,7 @@ const LoweringTable& lowerings() {
 // ---- the model ----
 
 void fill_tensor(onnx::TensorProto& t, const std::string& name, const array& value) {
-  array a = value;
-  a.eval();
-  if (!a.row_contiguous()) {
-    a = contiguous(a);
-    a.eval();
-  }
+  const array a = row_major_now(value);
   t.set_name(name);
   // complex64 as float32 pairs (the same bytes), the form the graph computes complex values in.
   t.set_data_type(onnx_type(a.dtype() == complex64 ? float32 : a.dtype()));

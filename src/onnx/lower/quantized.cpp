@@ -80,16 +80,9 @@ std::string dequantize(Context& c, const Quant& q, const Tensor& w, const Tensor
       // Constant 4- or 8-bit weights: ONNX's blockwise DequantizeLinear (opset 21) on the packed codes
       // themselves. MLX packs codes into little-endian uint32 words from the low bits up, so the words'
       // bytes are already ONNX's UINT4 layout (two per byte, the first in the low nibble) or UINT8 array.
-      array a = *packed;
-      a.eval();
-      if (!a.row_contiguous()) {
-        a = contiguous(a);
-        a.eval();
-      }
       std::vector<int64_t> codes_dims = dims(w.shape);
       codes_dims.back() = codes_dims.back() * 32 / q.bits;
-      std::string codes = c.raw_initializer(q.bits == 4 ? 21 : 2, codes_dims,
-                                            std::string(static_cast<const char*>(a.raw_data()), a.nbytes()));
+      std::string codes = c.raw_initializer(q.bits == 4 ? 21 : 2, codes_dims, *packed);
       std::string s = scales.dtype == float32 ? scales.name : c.cast(scales.name, float32);
       std::string deq = c.op("DequantizeLinear", {codes, s}, {{"axis", w.ndim() - 1}, {"block_size", q.gs}});
       std::string b = per_element(c, biases->dtype == float32 ? biases->name : c.cast(biases->name, float32),

@@ -52,7 +52,7 @@ struct AffineAny : Vec256 {
   }
   static constexpr int shift(int j) { return j * B % 8; }
   KQ_INLINE static Ctx prep(float s, float b) { return {set1(s), set1(b)}; }
-  KQ_INLINE static void unpack(const uint8_t* p, const Ctx& c, V* w) {
+  KQ_INLINE static __m256i codes(const uint8_t* p) {
     uint64_t v = 0;
     std::memcpy(&v, p, B);
     const __m256i ctl = _mm256_setr_epi32(ctrl(0), ctrl(1), ctrl(2), ctrl(3), ctrl(4), ctrl(5), ctrl(6), ctrl(7));
@@ -60,8 +60,13 @@ struct AffineAny : Vec256 {
                                          shift(7));
     const __m256i two =
         _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_cvtsi64_si128(static_cast<long long>(v))), ctl);
-    const __m256i q = _mm256_and_si256(_mm256_srlv_epi32(two, sh), _mm256_set1_epi32((1 << B) - 1));
-    w[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), c.s, c.b);
+    return _mm256_and_si256(_mm256_srlv_epi32(two, sh), _mm256_set1_epi32((1 << B) - 1));
+  }
+  KQ_INLINE static void raw(const uint8_t* p, V* w) {
+    w[0] = _mm256_cvtepi32_ps(_mm256_sub_epi32(codes(p), _mm256_set1_epi32(1 << (B - 1))));
+  }
+  KQ_INLINE static void unpack(const uint8_t* p, const Ctx& c, V* w) {
+    w[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(codes(p)), c.s, c.b);
   }
   KQ_INLINE static void store_natural(const V* w, float* d) { store(d, w[0]); }
   static void perm(uint8_t* p) { perm_natural(p, BLK); }
@@ -74,6 +79,11 @@ struct Affine8 : Vec256 {
     V s, b;
   };
   KQ_INLINE static Ctx prep(float s, float b) { return {set1(s), set1(b)}; }
+  // q − 128 as floats.
+  KQ_INLINE static void raw(const uint8_t* p, V* w) {
+    const __m256i q = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    w[0] = _mm256_cvtepi32_ps(_mm256_sub_epi32(q, _mm256_set1_epi32(128)));
+  }
   KQ_INLINE static void unpack(const uint8_t* p, const Ctx& c, V* w) {
     const __m256i q = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
     w[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), c.s, c.b);
@@ -134,6 +144,15 @@ struct Nibbles : Vec256 {
     w[0] = value(d, c);
     w[1] = value(_mm256_srli_epi32(d, 4), c);
   }
+  // q − 8 as floats (affine only). Masks and subtractions, one shift: vector shifts have fewer ports.
+  KQ_INLINE static void raw(const uint8_t* p, V* w)
+    requires Aff
+  {
+    const __m256i d = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    const __m256i eight = _mm256_set1_epi32(8);
+    w[0] = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(d, _mm256_set1_epi32(15)), eight));
+    w[1] = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(d, 4), eight));
+  }
   KQ_INLINE static void store_natural(const V* w, float* d) {
     const V lo = _mm256_unpacklo_ps(w[0], w[1]), hi = _mm256_unpackhi_ps(w[0], w[1]);
     store(d, _mm256_permute2f128_ps(lo, hi, 0x20));
@@ -167,7 +186,7 @@ void with_unpacker(Kind kind, int bits, int gs, F&& f) {
 }  // namespace
 
 const Ops& avx2_ops() {
-  static const Ops ops{layout_impl, gemv_t_entry, gemv_n_entry, dequant_entry};
+  static const Ops ops{true, layout_impl, gemv_t_entry, gemv_n_entry, dequant_entry};
   return ops;
 }
 

@@ -228,7 +228,7 @@ void with_unpacker(Kind kind, int bits, int gs, F&& f) {
 }  // namespace
 
 const Ops& avx512_ops() {
-  static const Ops ops{layout_impl, gemv_t_entry, gemv_n_entry, dequant_entry};
+  static const Ops ops{false, layout_impl, gemv_t_entry, gemv_n_entry, dequant_entry};
   return ops;
 }
 

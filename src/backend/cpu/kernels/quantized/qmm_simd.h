@@ -38,10 +38,16 @@ struct Gemv {
   int M;
   float* y;
   int64_t ldy;
+  // Affine gemv_t only, where Ops::group_sums: per row m of x and group g, the sum of x over the group,
+  // at xsum[m · K / gs + g] (the row of x a.x points at is row 0).
+  const float* xsum;
 };
 
 // The kernels of one instruction set.
 struct Ops {
+  // Whether the affine transposed kernels want Gemv::xsum (they then form s · Σ q·x + b · Σ x per group
+  // instead of dequantizing each weight; see qmm_simd_body.h).
+  bool group_sums;
   // Block size and lane order (perm: up to 64 entries) of (kind, bits, gs).
   int (*layout)(Kind kind, int bits, int gs, uint8_t* perm);
   void (*gemv_t)(const Gemv& a);

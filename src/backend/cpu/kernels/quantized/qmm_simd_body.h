@@ -4,8 +4,13 @@
 //   V, W (lanes), B (bits), BLK (codes per block), kAffine, Ctx (per-group constants),
 //   prep(scale, bias) -> Ctx, unpack(block bytes, Ctx, V out[BLK / W]), store_natural(V[], float*),
 //   perm(uint8_t*) (the lane order), and the vector ops zero/load/store/set1/fmadd/add/hsum, nr_for(mr).
+// An affine unpacker may also provide raw(block bytes, V out[]) (each code q minus the middle code
+// c = 2^(B−1), as floats): then the transposed product for up to 2 rows of x works per group, as
+// s·Σ (q − c)·x + (b + s·c)·Σ x (tile_t_gsum).
 // The including file also defines with_unpacker(kind, bits, gs, f), which calls f(U{}) with the unpacker
 // of (kind, bits, gs). Everything here is in the including file's namespace.
+
+#define KQ_UNROLL _Pragma("GCC unroll 16")
 
 // Prefetch `bytes` past p, computed as an integer (the address may lie outside p's array).
 inline void prefetch(const void* p, int64_t bytes) {
@@ -22,6 +27,7 @@ KQ_TARGET void tile_t(const Gemv& a, int64_t r0, int m0) {
   const uint8_t* wr[NR];
   const float* sr[NR];
   const float* br[NR];
+  KQ_UNROLL
   for (int r = 0; r < NR; ++r) {
     wr[r] = a.w + (r0 + r) * a.row_bytes;
     sr[r] = a.s + (r0 + r) * a.s_stride;
@@ -30,11 +36,15 @@ KQ_TARGET void tile_t(const Gemv& a, int64_t r0, int m0) {
   const float* x = a.x + m0 * a.ldx;
   constexpr int64_t kAhead = 4;
   V acc[MR][NR][NV];
+  KQ_UNROLL
   for (int m = 0; m < MR; ++m)
+    KQ_UNROLL
     for (int r = 0; r < NR; ++r)
+      KQ_UNROLL
       for (int v = 0; v < NV; ++v) acc[m][r][v] = U::zero();
   for (int64_t g = 0; g < ng; ++g) {
     typename U::Ctx c[NR];
+    KQ_UNROLL
     for (int r = 0; r < NR; ++r) {
       // Software prefetch of the same place kAhead tiles down (addresses past the matrix are harmless: a
       // prefetch never faults). Without it, single-thread streaming from DRAM ran at about 70% of the
@@ -53,13 +63,18 @@ KQ_TARGET void tile_t(const Gemv& a, int64_t r0, int m0) {
       constexpr bool kPreload = NR > 1 && MR * NV <= 4;
       V xv[kPreload ? MR : 1][kPreload ? NV : 1];
       if constexpr (kPreload) {
+        KQ_UNROLL
         for (int m = 0; m < MR; ++m)
+          KQ_UNROLL
           for (int v = 0; v < NV; ++v) xv[m][v] = U::load(x + m * a.ldx + e + v * W);
       }
+      KQ_UNROLL
       for (int r = 0; r < NR; ++r) {
         V w[NV];
         U::unpack(wr[r] + e * U::B / 8, c[r], w);
+        KQ_UNROLL
         for (int v = 0; v < NV; ++v) {
+          KQ_UNROLL
           for (int m = 0; m < MR; ++m) {
             if constexpr (kPreload) {
               acc[m][r][v] = U::fmadd(w[v], xv[m][v], acc[m][r][v]);
@@ -71,11 +86,124 @@ KQ_TARGET void tile_t(const Gemv& a, int64_t r0, int m0) {
       }
     }
   }
+  KQ_UNROLL
   for (int m = 0; m < MR; ++m) {
+    KQ_UNROLL
     for (int r = 0; r < NR; ++r) {
       V t = acc[m][r][0];
+      KQ_UNROLL
       for (int v = 1; v < NV; ++v) t = U::add(t, acc[m][r][v]);
       a.y[(m0 + m) * a.ldy + r0 + r] = U::hsum(t);
+    }
+  }
+}
+
+template <class U>
+concept HasRaw = requires(const uint8_t* p, typename U::V* w) { U::raw(p, w); };
+
+// One block of tile_t_gsum: gacc[m][r] += (codes of weight row r − c) · x row m, at element e.
+template <class U, int MR, int NR>
+KQ_INLINE void gsum_block(const Gemv& a, const float* x, const uint8_t* const* wr, int64_t e,
+                          typename U::V (&gacc)[MR][NR][U::BLK / U::W]) {
+  using V = typename U::V;
+  constexpr int W = U::W, NV = U::BLK / W;
+  constexpr bool kPreload = NR > 1 && MR * NV <= 4;
+  V xv[kPreload ? MR : 1][kPreload ? NV : 1];
+  if constexpr (kPreload) {
+    KQ_UNROLL
+    for (int m = 0; m < MR; ++m)
+      KQ_UNROLL
+      for (int v = 0; v < NV; ++v) xv[m][v] = U::load(x + m * a.ldx + e + v * W);
+  }
+  KQ_UNROLL
+  for (int r = 0; r < NR; ++r) {
+    V w[NV];
+    U::raw(wr[r] + e * U::B / 8, w);
+    KQ_UNROLL
+    for (int v = 0; v < NV; ++v) {
+      KQ_UNROLL
+      for (int m = 0; m < MR; ++m) {
+        if constexpr (kPreload) {
+          gacc[m][r][v] = U::fmadd(w[v], xv[m][v], gacc[m][r][v]);
+        } else {
+          gacc[m][r][v] = U::fmadd(w[v], U::load(x + m * a.ldx + e + v * W), gacc[m][r][v]);
+        }
+      }
+    }
+  }
+}
+
+// The transposed product per group, for unpackers with raw(): y = Σ_g s_g · (Σ_{k∈g} (q_k − c) x_k) +
+// Σ_g (b_g + s_g·c) · (Σ_{k∈g} x_k), the sums of x given in a.xsum. Each code costs one FMA with x
+// instead of a dequantizing FMA and then one with x; on AVX2 that is what bounds a decode step's speed.
+// Centering the codes keeps both terms of the size of the result (with q itself, x of one sign made
+// them cancel and the error grew sixfold); b + s·c is one rounding of a value of the weights' size.
+// test_qmm_kernels' accuracy case checks the error against float64 stays that of dequantizing first.
+template <class U, int MR, int NR>
+KQ_TARGET void tile_t_gsum(const Gemv& a, int64_t r0, int m0) {
+  using V = typename U::V;
+  constexpr int W = U::W, BLK = U::BLK, NV = BLK / W;
+  const int bpg = a.gs / BLK;
+  const int64_t ng = a.K / a.gs;
+  const uint8_t* wr[NR];
+  const float* sr[NR];
+  const float* br[NR];
+  KQ_UNROLL
+  for (int r = 0; r < NR; ++r) {
+    wr[r] = a.w + (r0 + r) * a.row_bytes;
+    sr[r] = a.s + (r0 + r) * a.s_stride;
+    br[r] = a.b + (r0 + r) * a.s_stride;
+  }
+  const float* x = a.x + m0 * a.ldx;
+  const float* xs = a.xsum + m0 * ng;
+  constexpr int64_t kAhead = 4;
+  V acc[MR][NR][NV];
+  float bacc[MR][NR];
+  KQ_UNROLL
+  for (int m = 0; m < MR; ++m)
+    KQ_UNROLL
+    for (int r = 0; r < NR; ++r) {
+      bacc[m][r] = 0.0f;
+      KQ_UNROLL
+      for (int v = 0; v < NV; ++v) acc[m][r][v] = U::zero();
+    }
+  for (int64_t g = 0; g < ng; ++g) {
+    KQ_UNROLL
+    for (int r = 0; r < NR; ++r) {
+      prefetch(wr[r], kAhead * NR * a.row_bytes + g * a.gs * U::B / 8);
+      if ((g & 15) == 0) {
+        prefetch(sr[r], (kAhead * NR * a.s_stride + g) * 4);
+        prefetch(br[r], (kAhead * NR * a.s_stride + g) * 4);
+      }
+    }
+    V gacc[MR][NR][NV];
+    KQ_UNROLL
+    for (int m = 0; m < MR; ++m)
+      KQ_UNROLL
+      for (int r = 0; r < NR; ++r)
+        KQ_UNROLL
+        for (int v = 0; v < NV; ++v) gacc[m][r][v] = U::zero();
+    for (int j = 0; j < bpg; ++j) gsum_block<U, MR, NR>(a, x, wr, g * a.gs + j * BLK, gacc);
+    KQ_UNROLL
+    for (int r = 0; r < NR; ++r) {
+      const V sv = U::set1(sr[r][g]);
+      const float b = br[r][g] + sr[r][g] * static_cast<float>(1 << (U::B - 1));
+      KQ_UNROLL
+      for (int m = 0; m < MR; ++m) {
+        bacc[m][r] = std::fma(b, xs[m * ng + g], bacc[m][r]);
+        KQ_UNROLL
+        for (int v = 0; v < NV; ++v) acc[m][r][v] = U::fmadd(gacc[m][r][v], sv, acc[m][r][v]);
+      }
+    }
+  }
+  KQ_UNROLL
+  for (int m = 0; m < MR; ++m) {
+    KQ_UNROLL
+    for (int r = 0; r < NR; ++r) {
+      V t = acc[m][r][0];
+      KQ_UNROLL
+      for (int v = 1; v < NV; ++v) t = U::add(t, acc[m][r][v]);
+      a.y[(m0 + m) * a.ldy + r0 + r] = U::hsum(t) + bacc[m][r];
     }
   }
 }
@@ -84,6 +212,13 @@ template <class U, int MR>
 KQ_TARGET void rows_t(const Gemv& a, int64_t r0, int64_t r1, int m0) {
   constexpr int NR = U::nr_for(MR);
   int64_t r = r0;
+  if constexpr (HasRaw<U> && MR <= 2) {
+    if (a.xsum != nullptr) {
+      for (; r + NR <= r1; r += NR) tile_t_gsum<U, MR, NR>(a, r, m0);
+      for (; r < r1; ++r) tile_t_gsum<U, MR, 1>(a, r, m0);
+      return;
+    }
+  }
   for (; r + NR <= r1; r += NR) tile_t<U, MR, NR>(a, r, m0);
   for (; r < r1; ++r) tile_t<U, MR, 1>(a, r, m0);
 }

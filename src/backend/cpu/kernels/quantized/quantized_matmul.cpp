@@ -139,16 +139,27 @@ void fast_qmm(const FastCall& c, QuantizationMode mode, const std::vector<std::p
   if (M <= kDecodeRows) {
     const bool tr = c.transpose;
     // The transposed product reads x permuted to the kernels' lane order: done once per call.
-    std::vector<float> xp;
+    // Affine kernels that work per group (Ops::group_sums) also take the sum of x over each group.
+    std::vector<float> xp, xsum;
+    const bool gsums = tr && affine && c.ops->group_sums;
+    const int64_t ng = K / c.gs;
     if (tr) {
       uint8_t perm[64];
       const int blk = c.ops->layout(c.kind, c.bits, c.gs, perm);
       xp.resize(static_cast<size_t>(c.x_rows * K));
+      if (gsums) xsum.resize(static_cast<size_t>(c.x_rows * ng));
       for (int64_t r = 0; r < c.x_rows; ++r) {
         const float* src = c.X + r * K;
         float* dst = xp.data() + r * K;
         for (int64_t e = 0; e < K; e += blk) {
           for (int i = 0; i < blk; ++i) dst[e + i] = src[e + perm[i]];
+        }
+        if (gsums) {
+          for (int64_t g = 0; g < ng; ++g) {
+            float t = 0.0f;
+            for (int64_t k = g * c.gs; k < (g + 1) * c.gs; ++k) t += src[k];
+            xsum[static_cast<size_t>(r * ng + g)] = t;
+          }
         }
       }
     }
@@ -182,6 +193,7 @@ void fast_qmm(const FastCall& c, QuantizationMode mode, const std::vector<std::p
         a.bits = c.bits;
         a.kind = c.kind;
         a.x = xs + jobs[job].first * M * K;
+        a.xsum = gsums ? xsum.data() + jobs[job].first * M * ng : nullptr;
         a.ldx = K;
         a.M = static_cast<int>(M);
         T* om = o + job * M * N + n0;

@@ -81,8 +81,12 @@ KILN_T256 void ukr_avx2(int64_t kc, const float* a, const float* b, float* c, in
     }
   }
   const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+  // Every loop over the accumulators' rows is unrolled with a constant index (rows past mr skipped):
+  // indexing acc with the run-time mr made GCC keep acc in memory and store it every k step.
   if (nr == NR) {
-    for (int i = 0; i < mr; ++i) {
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) {
+      if (i >= mr) break;
       float* ci = c + i * ldc;
       __m256 r0 = _mm256_mul_ps(acc[i][0], va), r1 = _mm256_mul_ps(acc[i][1], va);
       if (beta != 0.0f) {
@@ -95,9 +99,12 @@ KILN_T256 void ukr_avx2(int64_t kc, const float* a, const float* b, float* c, in
     return;
   }
   alignas(32) float tile[MR][NR];
-  for (int i = 0; i < mr; ++i) {
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; ++i) {
     _mm256_store_ps(tile[i], acc[i][0]);
     _mm256_store_ps(tile[i] + 8, acc[i][1]);
+  }
+  for (int i = 0; i < mr; ++i) {
     for (int j = 0; j < nr; ++j) store1(c + i * ldc + j, tile[i][j], alpha, beta);
   }
 }
@@ -109,7 +116,9 @@ KILN_T512 __attribute__((always_inline)) inline void store_8x32(const __m512 (&a
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
   const __mmask16 m0 = static_cast<__mmask16>(nr >= 16 ? 0xffffu : (1u << nr) - 1u);
   const __mmask16 m1 = static_cast<__mmask16>(nr >= 32 ? 0xffffu : nr <= 16 ? 0u : (1u << (nr - 16)) - 1u);
-  for (int i = 0; i < mr; ++i) {
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {  // constant indices into acc (see ukr_avx2)
+    if (i >= mr) break;
     float* ci = c + i * ldc;
     __m512 r0 = _mm512_mul_ps(acc[i][0], va), r1 = _mm512_mul_ps(acc[i][1], va);
     if (beta != 0.0f) {

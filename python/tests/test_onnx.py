@@ -81,3 +81,93 @@ def test_to_onnx_affine_weights_as_blockwise_dequantize_linear(tmp_path, bits):
     # Opset 20 has no blockwise DequantizeLinear: the codes are unpacked with integer ops instead.
     kiln.to_onnx(src, str(tmp_path / "q20.onnx"), opset=20)
     assert "DequantizeLinear" not in {n.op_type for n in onnx.load(str(tmp_path / "q20.onnx")).graph.node}
+
+
+# The fused rows: ONNX's own op where the opset has it and it expresses the case, else the
+# decomposition. Each case runs in ONNX Runtime against kiln's result at both opsets.
+def _fused_cases():
+    rng = np.random.default_rng(7)
+
+    def rnd(*shape, dtype=np.float32):
+        return rng.standard_normal(shape).astype(dtype)
+
+    fast = kiln.fast
+    w8 = kiln.array(rnd(8))
+    return [
+        # (id, function, inputs, op at opset 23, op at opset 21 or None)
+        ("rms_norm", lambda x: fast.rms_norm(x, w8, 1e-5), [rnd(3, 5, 8)], "RMSNormalization", None),
+        ("rms_norm_no_weight", lambda x: fast.rms_norm(x, None, 1e-3), [rnd(4, 8)], "RMSNormalization", None),
+        ("layer_norm", lambda x: fast.layer_norm(x, w8, w8, 1e-5), [rnd(2, 3, 8)], "LayerNormalization",
+         "LayerNormalization"),
+        ("layer_norm_no_weight_bias", lambda x: fast.layer_norm(x, None, None, 1e-4), [rnd(6, 8)],
+         "LayerNormalization", "LayerNormalization"),
+        ("layer_norm_f16", lambda x: fast.layer_norm(x, None, kiln.array(rnd(8, dtype=np.float16)), 1e-5),
+         [rnd(2, 8, dtype=np.float16)], "LayerNormalization", "LayerNormalization"),
+        ("rope_4d", lambda x: fast.rope(x, 16, traditional=False, base=10000.0, scale=1.0, offset=3),
+         [rnd(2, 3, 5, 16)], "RotaryEmbedding", None),
+        ("rope_3d_traditional_partial_scaled",
+         lambda x: fast.rope(x, 8, traditional=True, base=500.0, scale=0.5, offset=2), [rnd(2, 6, 12)],
+         "RotaryEmbedding", None),
+        ("rope_5d_vector_offset",
+         lambda x, o: fast.rope(x, 6, traditional=False, base=10000.0, scale=1.0, offset=o),
+         [rnd(2, 2, 3, 4, 10), np.array([0, 7], np.int32)], "RotaryEmbedding", None),
+        ("rope_freqs", lambda x: fast.rope(x, 8, traditional=False, base=None, scale=2.0, offset=1,
+                                           freqs=kiln.array(np.linspace(1, 40, 4).astype(np.float32))),
+         [rnd(1, 2, 4, 8)], "RotaryEmbedding", None),
+        ("rope_vjp", lambda x, g: kiln.vjp(
+            lambda a: fast.rope(a, 8, traditional=True, base=10000.0, scale=1.0, offset=4), [x], [g])[1][0],
+         [rnd(1, 2, 5, 8), rnd(1, 2, 5, 8)], "RotaryEmbedding", None),
+        ("sdpa_gqa_bool_mask", lambda q, k, v, m: fast.scaled_dot_product_attention(q, k, v, scale=0.3, mask=m),
+         [rnd(2, 4, 3, 8), rnd(2, 2, 5, 8), rnd(2, 2, 5, 6), rng.random((2, 1, 3, 5)) > 0.2],
+         "Attention", None),
+        ("sdpa_additive_mask_f16",
+         lambda q, k, v, m: fast.scaled_dot_product_attention(q, k, v, scale=0.25, mask=m),
+         [rnd(1, 2, 4, 8, dtype=np.float16), rnd(1, 2, 4, 8, dtype=np.float16),
+          rnd(1, 2, 4, 8, dtype=np.float16), rnd(4, 4, dtype=np.float16)], "Attention", None),
+        ("sdpa_causal_square", lambda q, k, v: fast.scaled_dot_product_attention(q, k, v, scale=0.5, mask="causal"),
+         [rnd(1, 4, 5, 8), rnd(1, 1, 5, 8), rnd(1, 1, 5, 8)], "Attention", None),
+        ("sdpa_causal_fewer_queries",
+         lambda q, k, v: fast.scaled_dot_product_attention(q, k, v, scale=0.5, mask="causal"),
+         [rnd(1, 2, 2, 8), rnd(1, 2, 6, 8), rnd(1, 2, 6, 8)], "Attention", None),
+        ("sdpa_causal_more_queries",
+         lambda q, k, v: fast.scaled_dot_product_attention(q, k, v, scale=0.5, mask="causal"),
+         [rnd(1, 2, 6, 8), rnd(1, 2, 4, 8), rnd(1, 2, 4, 8)], "Attention", None),
+        # Rows masked everywhere: a boolean mask attends every key equally (the lowest finite score),
+        # an additive -inf row is NaN, as kiln's kernel and MLX give them.
+        ("sdpa_bool_mask_dead_row", lambda q, k, v, m: fast.scaled_dot_product_attention(q, k, v, scale=0.5, mask=m),
+         [rnd(1, 2, 3, 8), rnd(1, 2, 4, 8), rnd(1, 2, 4, 8), np.array([[1, 0, 1, 0], [0, 0, 0, 0], [1, 1, 1, 1]], bool)],
+         "Attention", None),
+        ("sdpa_additive_mask_dead_row",
+         lambda q, k, v, m: fast.scaled_dot_product_attention(q, k, v, scale=0.5, mask=m),
+         [rnd(1, 2, 3, 8), rnd(1, 2, 4, 8), rnd(1, 2, 4, 8),
+          np.array([[0, -np.inf, 1, 0], [-np.inf] * 4, [2, 1, 0, -1]], np.float32)], "Attention", None),
+        # Decomposed at every opset: sinks.
+        ("sdpa_sinks", lambda q, k, v: fast.scaled_dot_product_attention(
+            q, k, v, scale=0.5, sinks=kiln.array(np.array([0.5, -1.0], np.float32))),
+         [rnd(1, 2, 3, 8), rnd(1, 2, 3, 8), rnd(1, 2, 3, 8)], None, None),
+    ]
+
+
+_FUSED = _fused_cases()
+
+
+@pytest.mark.parametrize("case", _FUSED, ids=[c[0] for c in _FUSED])
+def test_to_onnx_fused_rows_as_opset_ops(tmp_path, case):
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    name, fun, inputs, op23, op21 = case
+    src = export(tmp_path, fun, *[kiln.array(a) for a in inputs])
+    want = [np.array(o).astype(np.float32) for o in kiln.import_function(src)(*[kiln.array(a) for a in inputs])]
+    tol = 2e-3 if any(a.dtype == np.float16 for a in inputs) else 2e-5
+    fused = {"RMSNormalization", "LayerNormalization", "RotaryEmbedding", "Attention"}
+    for opset, op in ((21, op21), (22, op21), (23, op23)):
+        out = str(tmp_path / f"{name}_{opset}.onnx")
+        kiln.to_onnx(src, out, opset=opset)
+        model = onnx.load(out)
+        onnx.checker.check_model(model, full_check=True)
+        ops = {n.op_type for n in model.graph.node}
+        assert ops & fused == ({op} if op else set()), (opset, sorted(ops))
+        feeds = {f"arg{k}": a for k, a in enumerate(inputs)}
+        got = ort.InferenceSession(out, providers=["CPUExecutionProvider"]).run(None, feeds)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g.astype(np.float32), w, rtol=tol, atol=tol, err_msg=f"opset {opset}")

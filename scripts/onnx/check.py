@@ -106,6 +106,12 @@ def kiln_outputs(kiln, mlxfn, call, path, work):
     return [np.load(os.path.join(work, f"out{k}.npy")) for k in range(len(call["outputs"]))]
 
 
+def primitives_of(kiln, mlxfn):
+    """The primitives a file's functions use (`kiln inspect --json`)."""
+    p = subprocess.run([kiln, "inspect", mlxfn, "--json"], capture_output=True, text=True, check=True)
+    return {name for f in json.loads(p.stdout)["functions"] for name in f["primitive_histogram"]}
+
+
 def run_case(kiln, root, case, work, opset, kiln_reference=False):
     """('passed'|'failed'|'refused', detail). With kiln_reference, the expected outputs are kiln's own
     (`kiln run`), for cases whose golden outputs are a known bug of the writing MLX's CPU backend."""
@@ -180,11 +186,16 @@ def main():
     ap.add_argument("--expect", required=True)
     ap.add_argument("--opset", type=int, default=0)
     ap.add_argument("--only", default="", help="run only cases whose key contains this")
+    ap.add_argument("--primitives", default="",
+                    help="run only cases whose file uses one of these primitives (comma-separated row names)")
     ap.add_argument("manifests", nargs="+", help="LABEL=path/to/manifest.json")
     a = ap.parse_args()
     with open(a.expect) as f:
         table = json.load(f)
     expected = table["refusals"]
+    wanted = set(p for p in a.primitives.split(",") if p)
+    # Runs at different opsets (parallel ctests) convert into different directories.
+    work = os.path.join(a.work, f"opset{a.opset}") if a.opset else a.work
     kiln_ref = table.get("kiln_reference", {})
     results = {}
     for spec in a.manifests:
@@ -198,8 +209,10 @@ def main():
                 continue
             if case.get("runs") is False:
                 continue
+            if wanted and not wanted & primitives_of(a.kiln, os.path.join(root, case["file"])):
+                continue
             try:
-                results[key] = run_case(a.kiln, root, case, os.path.join(a.work, key), a.opset, key in kiln_ref)
+                results[key] = run_case(a.kiln, root, case, os.path.join(work, key), a.opset, key in kiln_ref)
             except Exception as e:  # noqa: BLE001 - a crash of the harness on one case fails that case
                 results[key] = ("failed", f"check.py: {type(e).__name__}: {e}")
     counts = {"passed": 0, "failed": 0, "refused": 0}
@@ -223,6 +236,9 @@ def main():
             stale.append(f"{key} is in {os.path.basename(a.expect)} but {results[key][0]}")
     for s in stale:
         print(f"STALE {s}")
+    if wanted and not results:
+        print(f"no case uses {a.primitives}")
+        return 1
     print(f"onnx: {counts['passed']} passed, {counts['failed']} failed, {counts['refused']} refused")
     return 1 if counts["failed"] or stale else 0
 

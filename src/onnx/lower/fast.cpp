@@ -1,6 +1,9 @@
 // The fused rows (src/primitives/fast/): RMSNorm, LayerNorm, their VJPs, RoPE and
-// ScaledDotProductAttention as their decompositions in float32 (half types computed in float32 and
-// rounded once, as kiln's and MLX's kernels accumulate them).
+// ScaledDotProductAttention, in float32 (half types computed in float32 and rounded once, as kiln's and
+// MLX's kernels accumulate them). As ONNX's own ops where the opset has them and they express the case
+// exactly: LayerNormalization (opset 17, so every supported opset), RMSNormalization, RotaryEmbedding
+// and Attention (opset 23); as their decompositions otherwise (the VJPs always).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -30,21 +33,36 @@ std::string sum_to(Context& c, const std::string& x, const Shape& shape, const S
   return c.op("Reshape", {r, c.ints(dims(w))});
 }
 
+// A norm's weight or bias (a scalar when MLX's optional one was not given, else of the last axis's
+// size) as a vector of the last axis's size, the shape ONNX's normalization ops take.
+std::string per_feature(Context& c, const std::string& w, const Tensor& tw, int64_t D) {
+  if (tw.ndim() == 1 && tw.shape[0] == D) return w;
+  return c.op("Expand", {w, c.ints({D})});
+}
+
 void rms_norm(Context& c) {
   const float eps = c.float_arg(0);
   std::string x = f32(c, c.in.at(0)), w = f32(c, c.in.at(1));
+  if (c.opset() >= 23) {
+    const std::string scale = per_feature(c, w, c.in[1], c.in[0].shape.back());
+    store(c, 0, c.op("RMSNormalization", {x, scale}, {{"axis", -1}, {"epsilon", eps}, {"stash_type", 1}}), float32);
+    return;
+  }
   std::string r = c.op("Reciprocal", {c.op("Sqrt", {c.op("Add", {mean_last(c, c.op("Mul", {x, x})),
                                                                   c.scalar(eps, float32)})})});
   store(c, 0, c.op("Mul", {c.op("Mul", {x, r}), w}), float32);
 }
 
+// LayerNormalization exists from opset 17, older than every opset kiln writes (18 on), so LayerNorm has
+// no decomposition. It normalizes the axes from `axis` on; axis -1 is the one MLX normalizes, and its
+// epsilon is added to the variance as MLX's is.
 void layer_norm(Context& c) {
   const float eps = c.float_arg(0);
   std::string x = f32(c, c.in.at(0)), w = f32(c, c.in.at(1)), b = f32(c, c.in.at(2));
-  std::string d = c.op("Sub", {x, mean_last(c, x)});
-  std::string var = mean_last(c, c.op("Mul", {d, d}));
-  std::string r = c.op("Reciprocal", {c.op("Sqrt", {c.op("Add", {var, c.scalar(eps, float32)})})});
-  store(c, 0, c.op("Add", {c.op("Mul", {c.op("Mul", {d, r}), w}), b}), float32);
+  const int64_t D = c.in[0].shape.back();
+  const std::string scale = per_feature(c, w, c.in[1], D), bias = per_feature(c, b, c.in[2], D);
+  store(c, 0, c.op("LayerNormalization", {x, scale, bias}, {{"axis", -1}, {"epsilon", eps}, {"stash_type", 1}}),
+        float32);
 }
 
 void rms_norm_vjp(Context& c) {
@@ -101,6 +119,26 @@ void rope(Context& c) {
     inv = c.constant(array(f.data(), Shape{half}));
   }
   std::string th = c.op("Mul", {pos, inv});
+  if (c.opset() >= 23) {
+    // RotaryEmbedding on (batch, heads, L, D): MLX's leading axes after the first (the one a vector
+    // offset runs along) folded into the heads axis. Its caches are (batch, L, rd / 2), computed here
+    // from the positions as the decomposition's angles; interleaved pairs are MLX's traditional layout,
+    // and the inverse rotation (forward false, the VJP) is the rotation by the negated sine.
+    const int64_t B = tx.shape[0];
+    int64_t H = 1;
+    for (int d = 1; d < n - 2; ++d) H *= tx.shape[d];
+    const std::vector<int64_t> cache{B, L, half};
+    std::string angles = c.op("Expand", {c.op("Reshape", {th, c.ints({-1, L, half})}), c.ints(cache)});
+    std::string cs = c.op("Cos", {angles}), sn = c.op("Sin", {angles});
+    if (!forward) sn = c.op("Neg", {sn});
+    std::string x4 = n == 4 ? x : c.op("Reshape", {x, c.ints({B, H, L, D})});
+    Attrs attrs{{"interleaved", traditional ? 1 : 0}};
+    if (rd < D) attrs.push_back({"rotary_embedding_dim", static_cast<int64_t>(rd)});
+    std::string r = c.op("RotaryEmbedding", {x4, cs, sn}, attrs);
+    if (n != 4) r = c.op("Reshape", {r, c.ints(dims(tx.shape))});
+    store(c, 0, r, float32);
+    return;
+  }
   std::string cs = c.op("Cos", {th}), sn = c.op("Sin", {th});
   std::string x1, x2;
   auto last = [&](const std::string& v, int64_t b, int64_t e) {
@@ -139,6 +177,17 @@ void rope(Context& c) {
   store(c, 0, rot, float32);
 }
 
+// MLX's causal mask: query i attends key j when j <= i + max(Lk - Lq, 0) (aligned bottom-right when
+// there are fewer queries than keys, top-left otherwise, so that no row is fully masked).
+std::string causal_mask(Context& c, int64_t Lq, int64_t Lk) {
+  const int64_t off = std::max<int64_t>(Lk - Lq, 0);
+  std::vector<uint8_t> allow(static_cast<size_t>(Lq * Lk));
+  for (int64_t i = 0; i < Lq; ++i) {
+    for (int64_t j = 0; j < Lk; ++j) allow[i * Lk + j] = j <= i + off;
+  }
+  return c.constant(astype(array(allow.data(), Shape{static_cast<int32_t>(Lq), static_cast<int32_t>(Lk)}), bool_));
+}
+
 void sdpa(Context& c) {
   const float scale = c.float_arg(0);
   const bool causal = c.bool_arg(1), has_sinks = c.bool_arg(2), lse = c.bool_arg(3);
@@ -149,6 +198,41 @@ void sdpa(Context& c) {
   const size_t nmask = c.in.size() - 3 - (has_sinks ? 1 : 0);
   const int64_t Hq = tq.shape[1], Lq = tq.shape[2], Hk = tk.shape[1], Lk = tk.shape[2];
   std::string q = f32(c, tq), k = f32(c, tk), v = f32(c, tv);
+  // A boolean mask's false entries are the lowest finite score, not -inf (kiln's kernel and MLX's):
+  // a row masked everywhere attends every key equally.
+  const std::string lowest = c.scalar(std::numeric_limits<float>::lowest(), float32);
+  if (c.opset() >= 23 && !has_sinks) {
+    // Attention (opset 23) takes grouped-query heads and the scale as MLX does. A boolean mask goes in
+    // as the additive 0 / -1e30: ONNX reads false as -inf, and ONNX Runtime reads the lowest float as
+    // masked too, both giving a fully masked row zeros; -1e30 leaves every score of such a row equal
+    // (for scores below 1e22 in magnitude), so the row attends every key equally, as in MLX. Its is_causal is the top-left triangle,
+    // MLX's when Lq >= Lk; for Lq < Lk MLX's bottom-right one is given as a mask. ONNX defines a row
+    // whose scores are all -inf (an additive mask of -inf everywhere) as zeros where MLX's softmax
+    // gives NaN: such rows are set to NaN after it. Sinks it has not: they keep the decomposition.
+    std::vector<std::string> ins{q, k, v};
+    Attrs attrs{{"scale", scale}};
+    std::string dead;
+    if (nmask == 1) {
+      const Tensor& m = c.in.at(3);
+      if (m.dtype == bool_) {
+        ins.push_back(c.op("Where", {m.name, c.scalar(0, float32), c.scalar(-1e30, float32)}));
+      } else {
+        const std::string add = f32(c, m);
+        ins.push_back(add);
+        dead = c.op("Equal", {c.op("ReduceMax", {add, c.ints({-1})}, {{"keepdims", 1}}),
+                              c.scalar(-std::numeric_limits<float>::infinity(), float32)});
+      }
+    }
+    if (causal && Lq >= Lk) {
+      attrs.push_back({"is_causal", 1});
+    } else if (causal) {
+      ins.push_back(causal_mask(c, Lq, Lk));
+    }
+    std::string o = c.op("Attention", ins, attrs);
+    if (!dead.empty()) o = c.op("Where", {dead, c.scalar(std::numeric_limits<float>::quiet_NaN(), float32), o});
+    store(c, 0, o, float32);
+    return;
+  }
   if (Hq != Hk) {
     const int64_t rep = Hq / Hk;
     auto repeat = [&](const std::string& a, const Tensor& t) {
@@ -166,19 +250,13 @@ void sdpa(Context& c) {
   if (nmask == 1) {
     const Tensor& m = c.in.at(3);
     if (m.dtype == bool_) {
-      s = c.op("Where", {m.name, s, ninf});
+      s = c.op("Where", {m.name, s, lowest});
     } else {
       s = c.op("Add", {s, f32(c, m)});
     }
   }
   if (causal) {
-    std::vector<uint8_t> allow(static_cast<size_t>(Lq * Lk));
-    for (int64_t i = 0; i < Lq; ++i) {
-      for (int64_t j = 0; j < Lk; ++j) allow[i * Lk + j] = j <= i + (Lk - Lq);
-    }
-    std::string cm = c.constant(
-        astype(array(allow.data(), Shape{static_cast<int32_t>(Lq), static_cast<int32_t>(Lk)}), bool_));
-    s = c.op("Where", {cm, s, ninf});
+    s = c.op("Where", {causal_mask(c, Lq, Lk), s, ninf});
   }
   std::string p;
   if (has_sinks) {

@@ -388,23 +388,30 @@ void externalize(onnx::ModelProto& model, const std::string& location, uint64_t 
 
 }  // namespace
 
-}  // namespace kiln::onnx_export
+void check_protobuf_size(uint64_t bytes, const OnnxOptions& options, uint64_t limit) {
+  if (bytes <= limit) return;
+  const std::string size = std::to_string(bytes) + " bytes, over protobuf's limit of " + std::to_string(limit) +
+                           " bytes for one message";
+  if (!options.external_data) {
+    throw OnnxRefusal("[to_onnx] The model would be " + size + " (2 GB): convert with external data (--external-data, "
+                      "external_data=True in Python), which stores initializers of " +
+                      std::to_string(options.external_threshold) + " bytes and more in OUT.data beside the model. "
+                      "Nothing was written.");
+  }
+  throw OnnxRefusal("[to_onnx] Even with external data the model would be " + size + " (2 GB): its nodes and the "
+                    "initializers under " + std::to_string(options.external_threshold) +
+                    " bytes stay in the model file. Nothing was written.");
+}
 
-namespace kiln {
-
-void to_onnx(const std::string& in_path, const std::string& out_path, const OnnxOptions& options) {
-  if (out_path.empty()) throw std::invalid_argument("[to_onnx] The output path is empty.");
-  ImportedFunction fn = import_function(in_path);
-  onnx::ModelProto model = onnx_export::build_model(fn, options);
+void write_model(onnx::ModelProto& model, const std::string& out_path, const OnnxOptions& options, uint64_t limit) {
   std::string data;
   std::string location;
   if (options.external_data) {
     location = std::filesystem::path(out_path).filename().string() + ".data";
-    onnx_export::externalize(model, location, options.external_threshold, data);
+    externalize(model, location, options.external_threshold, data);
   }
-  if (model.ByteSizeLong() > (size_t(2) << 30) - 1) {
-    throw OnnxRefusal("[to_onnx] The model is over 2 GB, protobuf's limit: convert with external data (--external-data).");
-  }
+  // Before anything is serialized or written: a model protobuf cannot hold is refused whole.
+  check_protobuf_size(model.ByteSizeLong(), options, limit);
   std::string bytes;
   if (!model.SerializeToString(&bytes)) throw std::runtime_error("[to_onnx] Serializing the ONNX model failed.");
   // The side file first, so that a model never names data that is not there.
@@ -414,6 +421,17 @@ void to_onnx(const std::string& in_path, const std::string& out_path, const Onnx
   }
   io_detail::write_file_atomically(out_path, "[to_onnx]",
                                    [&](std::ostream& os) { os.write(bytes.data(), bytes.size()); });
+}
+
+}  // namespace kiln::onnx_export
+
+namespace kiln {
+
+void to_onnx(const std::string& in_path, const std::string& out_path, const OnnxOptions& options) {
+  if (out_path.empty()) throw std::invalid_argument("[to_onnx] The output path is empty.");
+  ImportedFunction fn = import_function(in_path);
+  onnx::ModelProto model = onnx_export::build_model(fn, options);
+  onnx_export::write_model(model, out_path, options);
 }
 
 }  // namespace kiln

@@ -47,4 +47,17 @@ void fill_tensor(onnx::TensorProto& t, const std::string& name, const array& val
 // The model for function `options.function` of `fn` (nothing written).
 onnx::ModelProto build_model(const ImportedFunction& fn, const OnnxOptions& options);
 
+// Protobuf's limit on one serialized message (2 GB): an ONNX file holds one ModelProto.
+constexpr uint64_t kProtobufLimit = (uint64_t(1) << 31) - 1;
+
+// Refuses (OnnxRefusal) a model of `bytes` serialized bytes over `limit`: without external data naming
+// --external-data, with it saying what stays in the file.
+void check_protobuf_size(uint64_t bytes, const OnnxOptions& options, uint64_t limit = kProtobufLimit);
+
+// Writes `model` to `out_path` (atomically; with options.external_data its initializers of at least
+// options.external_threshold bytes first moved to OUT.data, written before the model). The size is
+// checked (check_protobuf_size against `limit`) before anything is serialized or written.
+void write_model(onnx::ModelProto& model, const std::string& out_path, const OnnxOptions& options,
+                 uint64_t limit = kProtobufLimit);
+
 }  // namespace kiln::onnx_export

@@ -11,6 +11,7 @@
 
 #include "kiln/kiln.h"
 #include "onnx/lowering.h"
+#include "onnx/model.h"
 
 namespace mx = kiln;
 namespace fs = std::filesystem;
@@ -188,4 +189,72 @@ TEST(OnnxExport, ExternalDataGoesToASideFile) {
     }
   }
   EXPECT_TRUE(external);
+}
+
+// Models over protobuf's 2 GB: the check takes the model's serialized size before anything is
+// written, so it is tested with a declared size and, end to end, with the limit lowered to the size of
+// a small model (no 2 GB allocated).
+TEST(OnnxExport, AModelOverProtobufsLimitIsRefusedNamingTheFlag) {
+  namespace ox = mx::onnx_export;
+  EXPECT_EQ(ox::kProtobufLimit, 2147483647u);
+  mx::OnnxOptions o;
+  EXPECT_NO_THROW(ox::check_protobuf_size(ox::kProtobufLimit, o));
+  try {
+    ox::check_protobuf_size(uint64_t(3) << 30, o);
+    FAIL() << "no refusal";
+  } catch (const mx::OnnxRefusal& e) {
+    EXPECT_THAT(e.what(), HasSubstr("3221225472 bytes, over protobuf's limit of 2147483647 bytes"));
+    EXPECT_THAT(e.what(), HasSubstr("convert with external data (--external-data"));
+  }
+  o.external_data = true;
+  try {
+    ox::check_protobuf_size(uint64_t(3) << 30, o);
+    FAIL() << "no refusal";
+  } catch (const mx::OnnxRefusal& e) {
+    EXPECT_THAT(e.what(), HasSubstr("Even with external data"));
+    EXPECT_THAT(e.what(), HasSubstr("initializers under 1024 bytes stay in the model file"));
+  }
+}
+
+TEST(OnnxExport, TheSizeCheckComesBeforeAnyFileIsWritten) {
+  namespace ox = mx::onnx_export;
+  const fs::path in = scratch("big.mlxfn"), out = scratch("big.onnx"), side = scratch("big.onnx.data");
+  mx::array w = mx::arange(4096.0);  // 16 KiB of float32 constant
+  mx::export_function(in.string(), [w](const mx::Args& a) { return std::vector<mx::array>{mx::add(a[0], w)}; },
+                      mx::Args{mx::ones({4096})});
+  const mx::ImportedFunction fn = mx::import_function(in.string());
+  mx::OnnxOptions o;
+  const uint64_t whole = ox::build_model(fn, o).ByteSizeLong();
+  ASSERT_GT(whole, 16384u);
+  fs::remove(out);
+  fs::remove(side);
+  // Over the limit without external data: refused, naming the flag; no file.
+  onnx::ModelProto m = ox::build_model(fn, o);
+  try {
+    ox::write_model(m, out.string(), o, whole - 1);
+    FAIL() << "no refusal";
+  } catch (const mx::OnnxRefusal& e) {
+    EXPECT_THAT(e.what(), HasSubstr("--external-data"));
+  }
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(side));
+  // With external data the constant leaves the model, which then fits.
+  o.external_data = true;
+  m = ox::build_model(fn, o);
+  ox::write_model(m, out.string(), o, 4096);
+  ASSERT_TRUE(fs::exists(side));
+  EXPECT_EQ(fs::file_size(side), 16384u);
+  EXPECT_LT(fs::file_size(out), 4096u);
+  // A limit even the rest exceeds: refused, and neither file is written.
+  fs::remove(out);
+  fs::remove(side);
+  m = ox::build_model(fn, o);
+  try {
+    ox::write_model(m, out.string(), o, 16);
+    FAIL() << "no refusal";
+  } catch (const mx::OnnxRefusal& e) {
+    EXPECT_THAT(e.what(), HasSubstr("Even with external data"));
+  }
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(side));
 }

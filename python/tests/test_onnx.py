@@ -171,3 +171,36 @@ def test_to_onnx_fused_rows_as_opset_ops(tmp_path, case):
         got = ort.InferenceSession(out, providers=["CPUExecutionProvider"]).run(None, feeds)
         for g, w in zip(got, want):
             np.testing.assert_allclose(g.astype(np.float32), w, rtol=tol, atol=tol, err_msg=f"opset {opset}")
+
+
+@pytest.mark.parametrize("bits", [2, 4, 8])
+def test_to_onnx_affine_quantize_nan_and_inf_groups_match_kiln(tmp_path, bits):
+    # Groups holding NaN (anywhere, or only NaN) and infinities: the codes, scales and biases ONNX
+    # Runtime computes are kiln's byte for byte (and MLX 0.30.1's, checked when mlx is importable).
+    ort = pytest.importorskip("onnxruntime")
+    gs = 32
+    base = np.linspace(-1, 1.5, gs).astype(np.float32)
+    rows = [base.copy() for _ in range(9)]
+    rows[1][3] = np.nan
+    rows[2][0] = np.nan
+    rows[3][:] = np.nan
+    rows[4][5] = np.inf
+    rows[5][5] = -np.inf
+    rows[6][5], rows[6][6] = -np.inf, np.inf
+    rows[7][5], rows[7][6] = np.nan, np.inf
+    rows[8][:] = np.inf
+    w = np.stack(rows)
+    src = export(tmp_path, lambda a: kiln.quantize(a, group_size=gs, bits=bits), kiln.array(w))
+    out = str(tmp_path / "quant.onnx")
+    kiln.to_onnx(src, out)
+    got = ort.InferenceSession(out, providers=["CPUExecutionProvider"]).run(None, {"arg0": w})
+    want = [np.array(a) for a in kiln.quantize(kiln.array(w), group_size=gs, bits=bits)]
+    references = [want]
+    try:
+        import mlx.core as mx
+        references.append([np.array(a) for a in mx.quantize(mx.array(w), group_size=gs, bits=bits)])
+    except ImportError:
+        pass
+    for ref in references:
+        for k, (g, r) in enumerate(zip(got, ref)):
+            assert g.dtype == r.dtype and g.tobytes() == r.tobytes(), (k, g, r)

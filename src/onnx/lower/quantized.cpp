@@ -3,6 +3,7 @@
 // (uint64 words, so that 3-, 5- and 6-bit codes that straddle two words come out too), dequantized exactly as MLX
 // defines each mode (affine: scale * q + bias; mxfp4 / nvfp4: the E2M1 value times the E8M0 / E4M3 scale;
 // mxfp8: the E4M3 value times the E8M0 scale, through lookup tables), then MatMul in float32.
+#include <limits>
 #include <cmath>
 
 #include "kiln/ops.h"
@@ -164,8 +165,16 @@ void affine_quantize(Context& c, const Quant& q) {
   grouped.back() = w.shape.back() / q.gs;
   grouped.push_back(q.gs);
   std::string x = c.op("Reshape", {w.dtype == float32 ? w.name : c.cast(w.name, float32), c.ints(grouped)});
-  auto red = [&](const char* op) { return c.op(op, {x, c.ints({-1})}, {{"keepdims", 1}}); };
-  std::string wmax = red("ReduceMax"), wmin = red("ReduceMin");
+  // Each group's max and min skip NaN (MLX's std::max / std::min loop keeps the running value when it
+  // meets one; an all-NaN group has max -inf and min +inf). ONNX leaves NaN in ReduceMax / ReduceMin
+  // unspecified and ONNX Runtime's result depends on where it sits, so NaN is replaced first by the
+  // value the reduction ignores.
+  const std::string nan = c.op("IsNaN", {x});
+  const float inf = std::numeric_limits<float>::infinity();
+  auto red = [&](const char* op, float skip) {
+    return c.op(op, {c.op("Where", {nan, c.scalar(skip, float32), x}), c.ints({-1})}, {{"keepdims", 1}});
+  };
+  std::string wmax = red("ReduceMax", -inf), wmin = red("ReduceMin", inf);
   const std::string zero = c.scalar(0, float32), n_bins = c.scalar((1 << q.bits) - 1, float32);
   std::string mask = c.op("Greater", {c.op("Abs", {wmin}), c.op("Abs", {wmax})});
   std::string scale = c.op("Max", {c.op("Div", {c.op("Sub", {wmax, wmin}), n_bins}), c.scalar(1e-7f, float32)});

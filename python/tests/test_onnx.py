@@ -204,3 +204,32 @@ def test_to_onnx_affine_quantize_nan_and_inf_groups_match_kiln(tmp_path, bits):
     for ref in references:
         for k, (g, r) in enumerate(zip(got, ref)):
             assert g.dtype == r.dtype and g.tobytes() == r.tobytes(), (k, g, r)
+
+
+@pytest.mark.parametrize("opset", [21, 23])
+def test_to_onnx_shapeless_norms_take_any_size(tmp_path, opset):
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    rng = np.random.default_rng(3)
+
+    def f(x, w, b):
+        return kiln.fast.rms_norm(x, w, 1e-5), kiln.fast.rms_norm(x, None, 1e-5), kiln.fast.layer_norm(x, w, b, 1e-5), \
+            kiln.fast.layer_norm(x, None, None, 1e-4)
+
+    src = str(tmp_path / "norms.mlxfn")
+    kiln.export_function(src, f, *[kiln.array(rng.standard_normal(s).astype(np.float32)) for s in ((2, 8), (8,), (8,))],
+                         shapeless=True)
+    out = str(tmp_path / "norms.onnx")
+    kiln.to_onnx(src, out, opset=opset)
+    model = onnx.load(out)
+    onnx.checker.check_model(model, full_check=True)
+    for v in list(model.graph.input) + list(model.graph.output):
+        assert all(d.dim_param and not d.dim_value for d in v.type.tensor_type.shape.dim), v
+    sess = ort.InferenceSession(out, providers=["CPUExecutionProvider"])
+    fn = kiln.import_function(src)
+    for shape in ((2, 8), (5, 16), (1, 3)):  # the rank is fixed, the sizes are not
+        args = [rng.standard_normal(s).astype(np.float32) for s in (shape, shape[-1:], shape[-1:])]
+        got = sess.run(None, {f"arg{k}": a for k, a in enumerate(args)})
+        want = fn(*[kiln.array(a) for a in args])
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, np.array(w), rtol=2e-5, atol=2e-5)

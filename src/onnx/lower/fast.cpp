@@ -35,7 +35,13 @@ std::string sum_to(Context& c, const std::string& x, const Shape& shape, const S
 
 // A norm's weight or bias (a scalar when MLX's optional one was not given, else of the last axis's
 // size) as a vector of the last axis's size, the shape ONNX's normalization ops take.
-std::string per_feature(Context& c, const std::string& w, const Tensor& tw, int64_t D) {
+// In a shapeless function the size is the input's at run time (its last dimension).
+std::string per_feature(Context& c, const std::string& w, const Tensor& tw, const Tensor& tx) {
+  if (c.shapeless()) {
+    if (tw.ndim() == 1 && tw.shape[0] != 1) return w;  // MLX checked it against x's last axis
+    return c.op("Expand", {w, c.op("Shape", {tx.name}, {{"start", -1}})});
+  }
+  const int64_t D = tx.shape.back();
   if (tw.ndim() == 1 && tw.shape[0] == D) return w;
   return c.op("Expand", {w, c.ints({D})});
 }
@@ -44,7 +50,7 @@ void rms_norm(Context& c) {
   const float eps = c.float_arg(0);
   std::string x = f32(c, c.in.at(0)), w = f32(c, c.in.at(1));
   if (c.opset() >= 23) {
-    const std::string scale = per_feature(c, w, c.in[1], c.in[0].shape.back());
+    const std::string scale = per_feature(c, w, c.in[1], c.in[0]);
     store(c, 0, c.op("RMSNormalization", {x, scale}, {{"axis", -1}, {"epsilon", eps}, {"stash_type", 1}}), float32);
     return;
   }
@@ -59,8 +65,7 @@ void rms_norm(Context& c) {
 void layer_norm(Context& c) {
   const float eps = c.float_arg(0);
   std::string x = f32(c, c.in.at(0)), w = f32(c, c.in.at(1)), b = f32(c, c.in.at(2));
-  const int64_t D = c.in[0].shape.back();
-  const std::string scale = per_feature(c, w, c.in[1], D), bias = per_feature(c, b, c.in[2], D);
+  const std::string scale = per_feature(c, w, c.in[1], c.in[0]), bias = per_feature(c, b, c.in[2], c.in[0]);
   store(c, 0, c.op("LayerNormalization", {x, scale, bias}, {{"axis", -1}, {"epsilon", eps}, {"stash_type", 1}}),
         float32);
 }
@@ -280,6 +285,8 @@ void register_fast_onnx(LoweringTable& table) {
              {"LayerNormVJP", layer_norm_vjp},
              {"RoPE", rope},
              {"ScaledDotProductAttention", sdpa}});
+  // The norms read no recorded shape in shapeless functions (their axis is the last).
+  table.polymorphic({"RMSNorm", "LayerNorm"});
 }
 
 }  // namespace kiln::onnx_export

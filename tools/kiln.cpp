@@ -463,12 +463,14 @@ int cmd_dot(const std::vector<std::string>& a) {
 }
 
 const char* kToOnnxHelp =
-    "usage: kiln to-onnx IN.mlxfn OUT.onnx [--opset N] [--function I] [--external-data]\n"
+    "usage: kiln to-onnx IN.mlxfn OUT.onnx [--opset N] [--function I] [--external-data] [--matmul-nbits]\n"
     "\n"
     "Convert function I (1-based, in file order; default 1) of IN to an ONNX model: inputs arg0, arg1, ...\n"
     "(positional) and by keyword, outputs out0, out1, ..., constants as initializers.\n"
     "  --opset N          the ONNX opset to target (default 21; 18 to 23)\n"
     "  --external-data    initializers of 1 KiB and more go to OUT.onnx.data beside the model (models over 2 GB)\n"
+    "  --matmul-nbits     affine 4-bit quantized matmuls with constant weights as ONNX Runtime's\n"
+    "                     com.microsoft.MatMulNBits (instead of DequantizeLinear + MatMul)\n"
     "Exit status 3 when the function cannot be expressed in ONNX (the reason is printed), 1 on other errors.\n";
 
 int cmd_to_onnx(const std::vector<std::string>& a) {
@@ -491,6 +493,8 @@ int cmd_to_onnx(const std::vector<std::string>& a) {
       ++i;
     } else if (a[i] == "--external-data") {
       options.external_data = true;
+    } else if (a[i] == "--matmul-nbits") {
+      options.matmul_nbits = true;
     } else if (!a[i].empty() && a[i][0] == '-') {
       throw UsageError("unknown option '" + a[i] + "' for 'kiln to-onnx' (see kiln to-onnx --help)");
     } else {

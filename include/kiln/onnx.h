@@ -18,6 +18,9 @@ struct OnnxOptions {
   // (ONNX's external data), as models over 2 GB need.
   bool external_data = false;
   uint64_t external_threshold = uint64_t(1) << 10;
+  // Affine 4-bit QuantizedMatmul with constant weights (x @ w.T) as ONNX Runtime's contrib op
+  // com.microsoft.MatMulNBits (zero points -bias / scale in float), instead of DequantizeLinear + MatMul.
+  bool matmul_nbits = false;
 };
 
 // A function ONNX cannot express (a primitive without a lowering, a dtype ONNX lacks, an opset too

@@ -320,7 +320,7 @@ primitive when the target layout cannot express a node.)doc");
 
   m.def(
       "to_onnx",
-      [](nb::handle in, nb::handle out, int opset, size_t function, bool external_data) {
+      [](nb::handle in, nb::handle out, int opset, size_t function, bool external_data, bool matmul_nbits) {
         auto src = path_arg(in), dst = path_arg(out);
         if (!src || !dst) {
           throw nb::type_error(("[to_onnx] Expected file paths (str or os.PathLike), found " +
@@ -330,16 +330,20 @@ primitive when the target layout cannot express a node.)doc");
         opt.opset = opset;
         opt.function = function;
         opt.external_data = external_data;
+        opt.matmul_nbits = matmul_nbits;
         nb::gil_scoped_release release;
         kiln::to_onnx(*src, *dst, opt);
       },
       "in_path"_a.none(), "out_path"_a.none(), "opset"_a = 21, "function"_a = 0, "external_data"_a = false,
+      "matmul_nbits"_a = false,
       nb::sig("def to_onnx(in_path: str | os.PathLike, out_path: str | os.PathLike, opset: int = 21, "
-              "function: int = 0, external_data: bool = False) -> None"),
+              "function: int = 0, external_data: bool = False, matmul_nbits: bool = False) -> None"),
       R"doc(Convert function ``function`` (0-based) of an ``.mlxfn`` file to an ONNX model (kiln extension).
 
 Graph inputs are ``arg0``, ``arg1``, ... and the keyword names; outputs ``out0``, ``out1``, ...; constants
 become initializers (with ``external_data``, those of 1 KiB and more go to ``OUT.data`` beside the model).
+With ``matmul_nbits``, affine 4-bit quantized matmuls with constant weights become ONNX Runtime's
+``com.microsoft.MatMulNBits``.
 The model appears complete or not at all. Raises RuntimeError naming the primitive when ONNX cannot express
 the function (or ``opset`` is too old for it), IndexError for a function the file does not have.)doc");
 

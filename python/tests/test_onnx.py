@@ -233,3 +233,33 @@ def test_to_onnx_shapeless_norms_take_any_size(tmp_path, opset):
         want = fn(*[kiln.array(a) for a in args])
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, np.array(w), rtol=2e-5, atol=2e-5)
+
+
+def test_to_onnx_matmul_nbits_option(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    rng = np.random.default_rng(11)
+    w, s, b = kiln.quantize(kiln.array(rng.standard_normal((48, 256)).astype(np.float32)), group_size=64, bits=4)
+    w8, s8, b8 = kiln.quantize(kiln.array(rng.standard_normal((16, 256)).astype(np.float32)), group_size=64, bits=8)
+    kiln.eval(w, s, b, w8, s8, b8)
+    x = rng.standard_normal((3, 5, 256)).astype(np.float32)
+
+    def f(a):
+        y = kiln.quantized_matmul(a, w, s, b, transpose=True, group_size=64, bits=4)
+        # 8 bits: not MatMulNBits (the option is for 4-bit weights), DequantizeLinear as without it.
+        return y, kiln.quantized_matmul(a, w8, s8, b8, transpose=True, group_size=64, bits=8)
+
+    src = export(tmp_path, f, kiln.array(x))
+    want = [np.array(o) for o in kiln.import_function(src)(kiln.array(x))]
+    for nbits in (False, True):
+        out = str(tmp_path / f"nbits{int(nbits)}.onnx")
+        kiln.to_onnx(src, out, matmul_nbits=nbits)
+        model = onnx.load(out)
+        onnx.checker.check_model(model, full_check=True)
+        ops = [(n.domain, n.op_type) for n in model.graph.node]
+        assert (("com.microsoft", "MatMulNBits") in ops) == nbits
+        assert ops.count(("", "DequantizeLinear")) == (1 if nbits else 2)
+        assert ("com.microsoft" in {i.domain for i in model.opset_import}) == nbits
+        got = ort.InferenceSession(out, providers=["CPUExecutionProvider"]).run(None, {"arg0": x})
+        for g, r in zip(got, want):
+            np.testing.assert_allclose(g, r, rtol=1e-4, atol=1e-4)

@@ -117,6 +117,8 @@ class Context {
 
   // The model's opset (default domain).
   int opset() const;
+  // OnnxOptions::matmul_nbits: affine 4-bit QuantizedMatmul as com.microsoft.MatMulNBits where it fits.
+  bool matmul_nbits() const;
   // Whether the function is shapeless: its graph has symbolic dimensions, so a lowering must take
   // sizes from the values at run time (Shape), not from the recorded shapes.
   bool shapeless() const;

@@ -145,6 +145,8 @@ std::string Context::cast(const std::string& x, Dtype to) { return op("Cast", {x
 
 int Context::opset() const { return g_.opset(); }
 
+bool Context::matmul_nbits() const { return g_.matmul_nbits; }
+
 bool Context::shapeless() const { return g_.shapeless(); }
 
 void Context::need_opset(int v, const std::string& why) const {
@@ -287,6 +289,7 @@ onnx::ModelProto build_model(const ImportedFunction& fn, const OnnxOptions& opti
   graph.set_name("kiln_function_" + std::to_string(options.function));
   const bool shapeless = fn.info().shapeless;
   GraphBuilder g(graph, options.opset, shapeless);
+  g.matmul_nbits = options.matmul_nbits;
 
   // Event names (A, B, ...) -> ONNX value names.
   std::unordered_map<std::string, std::string> onnx_name;
@@ -348,6 +351,15 @@ onnx::ModelProto build_model(const ImportedFunction& fn, const OnnxOptions& opti
     node->add_input(value(n));
     node->add_output(out);
     set_type(*graph.add_output(), out, shape, dtype, shapeless, true);
+  }
+  // The contrib domain, when a lowering used it.
+  for (auto& n : graph.node()) {
+    if (n.domain() == "com.microsoft") {
+      auto* ms = model.add_opset_import();
+      ms->set_domain("com.microsoft");
+      ms->set_version(1);
+      break;
+    }
   }
   // Initializers no node reads (a constant a lowering re-encoded, e.g. packed 4-bit weights given to
   // DequantizeLinear as UINT4) are dropped, so the model does not carry them twice.

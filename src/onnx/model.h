@@ -24,6 +24,7 @@ class GraphBuilder {
   bool shapeless() const { return shapeless_; }
   onnx::GraphProto& graph() { return graph_; }
   int opset() const { return opset_; }
+  bool matmul_nbits = false;  // OnnxOptions::matmul_nbits
   std::string fresh(const std::string& hint = "t") { return hint + "_" + std::to_string(next_++); }
   // The file's constants by ONNX value name, so a lowering can choose another encoding of one (the
   // packed weights of QuantizedMatmul as a UINT4 / UINT8 initializer for DequantizeLinear).

@@ -115,9 +115,36 @@ std::string dequantize(Context& c, const Quant& q, const Tensor& w, const Tensor
 
 Quant quant_args(Context& c) { return {c.int_arg(0), c.int_arg(1), c.int_arg(2)}; }
 
+// x @ w.T for constant affine 4-bit weights w (N, K) as ONNX Runtime's com.microsoft.MatMulNBits
+// (OnnxOptions::matmul_nbits): B is MLX's packed words as bytes (N, K / gs, gs / 2), the same nibble
+// order; it dequantizes (q - zero_point) * scale, so the zero points are -bias / scale in float32 (MLX's
+// scale * q + bias up to rounding). False when the case does not fit (the caller lowers it otherwise).
+bool matmul_nbits(Context& c, const Quant& q, bool transpose) {
+  if (!c.matmul_nbits() || q.mode != 0 || q.bits != 4 || !transpose) return false;
+  const Tensor &x = c.in.at(0), &tw = c.in.at(1), &ts = c.in.at(2), &tb = c.in.at(3);
+  const array* w = c.constant_value(tw.name);
+  const array* s = c.constant_value(ts.name);
+  const array* b = c.constant_value(tb.name);
+  if (!w || !s || !b || tw.ndim() != 2 || q.gs < 16 || (q.gs & (q.gs - 1)) != 0) return false;
+  const int64_t N = tw.shape[0], K = tw.shape[1] * 8, blocks = K / q.gs;
+  array s32 = astype(*s, float32);
+  if (!all(not_equal(s32, array(0.0f))).item<bool>()) return false;
+  array zp = negative(divide(astype(*b, float32), s32));
+  std::string B = c.raw_initializer(onnx_type(uint8), {N, blocks, q.gs / 2}, *w);
+  std::string xs = x.dtype == float32 ? x.name : c.cast(x.name, float32);
+  std::string y = c.fresh();
+  c.node("MatMulNBits", {xs, B, c.constant(reshape(s32, {static_cast<int32_t>(N * blocks)})),
+                          c.constant(reshape(zp, {static_cast<int32_t>(N * blocks)}))},
+         {y}, {{"K", K}, {"N", N}, {"bits", int64_t(4)}, {"block_size", static_cast<int64_t>(q.gs)}},
+         "com.microsoft");
+  store(c, 0, y, float32);
+  return true;
+}
+
 void quantized_matmul(Context& c) {
   const Quant q = quant_args(c);
   const bool transpose = c.bool_arg(3);
+  if (matmul_nbits(c, q, transpose)) return;
   const Tensor* biases = q.mode == 0 ? &c.in.at(3) : nullptr;
   std::string w = dequantize(c, q, c.in.at(1), c.in.at(2), biases);
   const int nd = c.in[1].ndim();

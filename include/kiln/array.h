@@ -49,6 +49,7 @@ Stream default_stream(Device d);
 Stream to_stream(StreamOrDevice s);
 
 struct Node;
+class Primitive;
 class array;
 
 namespace detail {
@@ -152,6 +153,12 @@ class array {
   array(std::shared_ptr<detail::Data> data, Shape shape, Dtype dtype, int64_t offset = 0);
   // An unevaluated output of `node` (used by primitives).
   array(Shape shape, Dtype dtype, std::shared_ptr<Node> node, uint32_t out_index);
+  // MLX's: the single output of `primitive` (an object of one of kiln/primitives.h's classes) applied
+  // to `inputs`. Throws std::invalid_argument when the row does not take that many inputs or its shape
+  // rule gives other outputs. make_arrays: every output of a multi-output primitive.
+  array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> primitive, std::vector<array> inputs);
+  static std::vector<array> make_arrays(std::vector<Shape> shapes, const std::vector<Dtype>& dtypes,
+                                        const std::shared_ptr<Primitive>& primitive, std::vector<array> inputs);
   // Raw little-endian bytes, copied into a new buffer. Throws when the byte count does not match.
   static array from_bytes(const void* bytes, size_t nbytes, Shape shape, Dtype dtype);
 
@@ -239,6 +246,10 @@ class array {
 
   // Graph access.
   bool has_primitive() const { return desc_ && desc_->node != nullptr; }
+  // MLX's view of the node: an object of the row's class (kiln/primitives.h), made on first use and
+  // shared by the node's outputs. Throws std::invalid_argument for an array without a primitive.
+  Primitive& primitive() const;
+  std::shared_ptr<Primitive> primitive_ptr() const;
   const std::shared_ptr<Node>& node() const { return desc().node; }
   uint32_t output_index() const { return desc().out_index; }
   const std::vector<array>& inputs() const;

@@ -5,8 +5,8 @@
 // docs/architecture.md), but the GPU is not *available*: it cannot be made the default device and no
 // GPU stream can be created, as in an MLX build without Metal or CUDA.
 //
-// An op given Device::gpu records GPU stream 0 (the index of MLX's default GPU stream), but
-// default_stream(Device::gpu) throws, as in MLX without a GPU.
+// An op given Device::gpu throws std::invalid_argument, as in MLX without a GPU (default_stream
+// throws); an op given a Stream of the GPU (Stream(0, Device::gpu)) records it and runs on the CPU.
 //
 // Streams: the CPU's default stream has index 0; new_stream(Device::cpu) adds streams 1, 2, ...
 // Evaluation is synchronous (eval and async_eval return once every output is computed), so a stream

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <ostream>
 #include <string>
+#include <type_traits>
 
 namespace kiln {
 
@@ -96,7 +97,19 @@ struct bfloat16_t {
   }
 };
 
-using complex64_t = std::complex<float>;
+// complex64's element type, as MLX's: a std::complex<float> that also converts to float (its real
+// part; doctest::Approx and float-typed code take it so) and is made from any value that converts to
+// float (as the real part).
+struct complex64_t : std::complex<float> {
+  constexpr complex64_t() = default;
+  constexpr complex64_t(float re, float im) : std::complex<float>(re, im) {}
+  constexpr complex64_t(const std::complex<float>& c) : std::complex<float>(c) {}
+  template <typename T>
+    requires(!std::is_same_v<std::remove_cvref_t<T>, complex64_t> &&
+             !std::is_same_v<std::remove_cvref_t<T>, std::complex<float>> && std::is_convertible_v<T, float>)
+  constexpr complex64_t(T x) : std::complex<float>(static_cast<float>(x)) {}
+  constexpr operator float() const { return real(); }
+};
 
 struct Dtype {
   enum class Val : int32_t {
@@ -205,6 +218,7 @@ template <> struct TypeToDtype<float> { static constexpr Dtype value = float32; 
 template <> struct TypeToDtype<double> { static constexpr Dtype value = float32; };  // as MLX: Python floats are float32
 template <> struct TypeToDtype<bfloat16_t> { static constexpr Dtype value = bfloat16; };
 template <> struct TypeToDtype<complex64_t> { static constexpr Dtype value = complex64; };
+template <> struct TypeToDtype<std::complex<float>> { static constexpr Dtype value = complex64; };
 #if defined(__LP64__) && !defined(__APPLE__)
 template <> struct TypeToDtype<long long> { static constexpr Dtype value = int64; };
 template <> struct TypeToDtype<unsigned long long> { static constexpr Dtype value = uint64; };

@@ -16,6 +16,7 @@
 #include "kiln/onnx.h"
 #include "kiln/ops.h"
 #include "kiln/primitive.h"
+#include "kiln/primitives.h"
 #include "kiln/profile.h"
 #include "kiln/random.h"
 #include "kiln/transforms.h"

@@ -79,6 +79,8 @@ struct Node {
   std::vector<std::weak_ptr<detail::ArrayDesc>> outputs;  // live output descriptors
   // Opaque per-node data outside the state: never serialized or compared (e.g. the file a Load node reads).
   std::shared_ptr<const void> extra;
+  // The MLX-class object array::primitive() gives (kiln/primitives.h); null until first asked for.
+  std::shared_ptr<Primitive> primitive;
 };
 
 using InferFn = std::vector<ArraySpec> (*)(const State&, const std::vector<ArraySpec>& inputs);

@@ -1,5 +1,6 @@
 // Devices and streams as MLX's Python API shows them. kiln evaluates on the CPU; files and graphs that
-// name GPU streams run there too (README), so kiln.gpu is a valid stream argument.
+// name GPU streams run there too (README). kiln.gpu exists, but an op given it throws ValueError, as
+// MLX's does on a machine without a GPU backend.
 #include <nanobind/stl/string.h>
 
 #include "bindings.h"

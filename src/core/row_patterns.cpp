@@ -334,6 +334,7 @@ bool removable(const Node* root, Match& m, const std::unordered_set<uintptr_t>& 
 void rewrite(Node* root, const Match& m) {
   const Defs& D = defs();
   root->extra.reset();
+  root->primitive.reset();  // its class is the new row's
   switch (m.kind) {
     case Kind::Rms:
       root->def = D.rms;

@@ -51,8 +51,8 @@ Stream to_stream(StreamOrDevice s, Device default_) {
   if (auto* st = std::get_if<Stream>(&s)) return *st;
   Device d = default_;
   if (auto* dev = std::get_if<Device>(&s)) d = *dev;
-  // An op given Device::gpu records GPU stream 0, the stream MLX's GPU default has, and runs on the CPU.
-  if (d.type == Device::gpu) return Stream{0, d};
+  // As MLX without a GPU backend: an op given Device::gpu throws (default_stream). A node recorded on a
+  // GPU stream (a file written on a Mac, an op given such a Stream) still runs on the CPU.
   return default_stream(d);
 }
 

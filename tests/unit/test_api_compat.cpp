@@ -215,8 +215,11 @@ TEST(ApiCompat, StreamsDevicesAndContexts) {
 
   EXPECT_EQ(mx::default_device(), mx::Device(mx::Device::cpu));
   EXPECT_THROW(mx::default_stream(mx::Device::gpu), std::invalid_argument);
-  // Ops given the GPU record GPU stream 0 and run on the CPU.
-  EXPECT_EQ(mx::to_stream(mx::Device(mx::Device::gpu)), mx::Stream(0, mx::Device::gpu));
+  // An op given the GPU device throws, as MLX's without a GPU; one given a GPU stream records it.
+  EXPECT_THROW(mx::to_stream(mx::Device(mx::Device::gpu)), std::invalid_argument);
+  EXPECT_THROW(mx::add(mx::array(1.0f), mx::array(1.0f), mx::Device::gpu), std::invalid_argument);
+  EXPECT_EQ(mx::to_stream(mx::Stream(0, mx::Device::gpu)), mx::Stream(0, mx::Device::gpu));
+  EXPECT_EQ(mx::add(mx::array(1.0f), mx::array(2.0f), mx::Stream(0, mx::Device::gpu)).item<float>(), 3.0f);
   mx::set_default_device(mx::Device::cpu);
   EXPECT_THROW(mx::set_default_device(mx::Device::gpu), std::invalid_argument);
   EXPECT_THROW(mx::new_stream(mx::Device::gpu), std::invalid_argument);

@@ -167,7 +167,7 @@ TEST(KernelTables, GpuNodesRunOnTheCpuUntilAGpuBackendExists) {
   const auto& gpu = mx::detail::kernels_for(mx::Device{mx::Device::gpu});
   EXPECT_EQ(gpu.backend(), mx::detail::Backend::cpu);
   // A node recorded on a GPU stream evaluates through that table.
-  auto a = mx::add(mx::array({1.0f, 2.0f}), mx::array({3.0f, 4.0f}), mx::Device{mx::Device::gpu});
+  auto a = mx::add(mx::array({1.0f, 2.0f}), mx::array({3.0f, 4.0f}), mx::Stream(0, mx::Device::gpu));
   a.eval();
   EXPECT_EQ(a.data<float>()[1], 6.0f);
 }

@@ -13,7 +13,7 @@ namespace detail {
 // Types a scalar operand of an array operator may have (so `std::cout << x` is not an array shift).
 template <typename T>
 concept ScalarOperand = std::is_arithmetic_v<T> || std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t> ||
-                        std::is_same_v<T, complex64_t>;
+                        std::is_same_v<T, complex64_t> || std::is_same_v<T, std::complex<float>>;
 }  // namespace detail
 
 // ---- casts and views ----

@@ -42,22 +42,22 @@ class Approx {
   double scale_ = 1.0;
 };
 template <typename T>
-  requires std::is_arithmetic_v<T>
+  requires std::is_convertible_v<T, double>
 bool operator==(T lhs, const Approx& rhs) {
   return rhs.matches(static_cast<double>(lhs));
 }
 template <typename T>
-  requires std::is_arithmetic_v<T>
+  requires std::is_convertible_v<T, double>
 bool operator==(const Approx& lhs, T rhs) {
   return lhs.matches(static_cast<double>(rhs));
 }
 template <typename T>
-  requires std::is_arithmetic_v<T>
+  requires std::is_convertible_v<T, double>
 bool operator!=(T lhs, const Approx& rhs) {
   return !rhs.matches(static_cast<double>(lhs));
 }
 template <typename T>
-  requires std::is_arithmetic_v<T>
+  requires std::is_convertible_v<T, double>
 bool operator!=(const Approx& lhs, T rhs) {
   return !lhs.matches(static_cast<double>(rhs));
 }

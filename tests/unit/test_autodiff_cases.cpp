@@ -401,6 +401,22 @@ std::vector<Case> build() {
                {rnd({1, 2, 3, 4}, -1, 1, mx::float32), rnd({1, 2, 4, 4}, -1, 1, mx::float32),
                 rnd({1, 2, 4, 4}, -1, 1, mx::float32), rnd({2}, -1, 1, mx::float32)},
                1e-2});
+  // More queries than keys: the causal offset max(Lk - Lq, 0) is 0 (the diagonal starts at key 0).
+  c.push_back({"ScaledDotProductAttention", "causal, more queries than keys",
+               [](const A& x) { return A{mx::fast::scaled_dot_product_attention(x[0], x[1], x[2], 0.5f, "causal")}; },
+               {rnd({1, 2, 5, 4}, -1, 1, mx::float32), rnd({1, 1, 3, 4}, -1, 1, mx::float32),
+                rnd({1, 1, 3, 4}, -1, 1, mx::float32)},
+               1e-2});
+  // A boolean mask with a row that sees no key: that row averages the values (lowest finite score).
+  c.push_back({"ScaledDotProductAttention", "boolean mask with an all-false row",
+               [](const A& x) {
+                 static const array m = array({true, false, true, true, false, false, false, false, true, true, false, true},
+                                              {3, 4}, mx::bool_);
+                 return A{mx::fast::scaled_dot_product_attention(x[0], x[1], x[2], 0.7f, "array", m)};
+               },
+               {rnd({1, 2, 3, 4}, -1, 1, mx::float32), rnd({1, 2, 4, 4}, -1, 1, mx::float32),
+                rnd({1, 2, 4, 4}, -1, 1, mx::float32)},
+               1e-2});
   // ---- quantized ----
   c.push_back({"QuantizedMatmul", "quantized_matmul with respect to x",
                [](const A& x) {

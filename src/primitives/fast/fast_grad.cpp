@@ -6,6 +6,7 @@
 
 #include "kiln/fast.h"
 #include "kiln/ops.h"
+#include "kiln/utils.h"
 #include "primitives/autodiff_rules.h"
 
 namespace kiln {
@@ -120,28 +121,31 @@ Arrays sdpa_fallback(const Application& app, const Arrays& in) {
   array qg = reshape(multiply(q, array(scale, t), s), {B, Hk, G, Lq, D}, s);
   array kg = expand_dims(k, 2, s), vg = expand_dims(v, 2, s);
   array scores = matmul(qg, swapaxes(kg, -1, -2, s), s);  // (B, Hk, G, Lq, Lk)
-  const array neg_inf(-std::numeric_limits<float>::infinity(), t);
+  // Masked scores take the dtype's lowest finite value, as the forward kernel (and MLX) do: a row
+  // whose keys are all masked then averages the values instead of dividing 0 by 0.
+  const array masked(finfo(t).min, t);
   const bool has_mask = in.size() > static_cast<size_t>(3 + (has_sinks ? 1 : 0));
   if (has_mask) {
     array m = reshape(in[3], {B, Hk, G, Lq, Lk}, s);
-    scores = m.dtype() == bool_ ? where(m, scores, neg_inf, s) : add(scores, m, s);
+    scores = m.dtype() == bool_ ? where(m, scores, masked, s) : add(scores, m, s);
   }
-  if (causal) {  // key j is visible from query i when j <= i + (Lk - Lq)
+  if (causal) {  // key j is visible from query i when j <= i + max(Lk - Lq, 0), as in the forward kernel
     array qi = reshape(arange(0, Lq, int32, s), {Lq, 1}, s);
     array kj = reshape(arange(0, Lk, int32, s), {1, Lk}, s);
-    scores = where(less_equal(kj, add(qi, array(Lk - Lq, int32), s), s), scores, neg_inf, s);
+    scores = where(less_equal(kj, add(qi, array(std::max(Lk - Lq, 0), int32), s), s), scores, masked, s);
   }
-  array lse;
+  // The weights as a softmax (normalized after subtracting the row's maximum), not exp(scores - lse):
+  // in a row masked everywhere, lse = lowest + log(Lk) rounds to lowest, and exp would give ones.
+  array all = scores;
   if (has_sinks) {  // one extra logit per query head, attending to nothing
     array sink = broadcast_to(reshape(in.back(), {1, Hk, G, 1, 1}, s), {B, Hk, G, Lq, 1}, s);
-    array all = concatenate({sink, scores}, -1, s);
-    lse = logsumexp(all, -1, true, s);
-  } else {
-    lse = logsumexp(scores, -1, true, s);
+    all = concatenate({sink, scores}, -1, s);
   }
-  array p = exp(subtract(scores, lse, s), s);
+  array p = softmax(all, std::vector<int>{-1}, false, s);
+  if (has_sinks) p = slice(p, {0, 0, 0, 0, 1}, {B, Hk, G, Lq, Lk + 1}, s);
   array out = reshape(matmul(p, vg, s), {B, Hq, Lq, v.shape(3)}, s);
   if (!with_lse) return {out};
+  array lse = logsumexp(all, -1, true, s);
   return {out, astype(reshape(lse, {B, Hq, Lq, 1}, s), float32, s)};
 }
 

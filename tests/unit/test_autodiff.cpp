@@ -423,4 +423,25 @@ TEST(AutodiffCustom, ExportOfACustomFunction) {
   std::filesystem::remove(path);
 }
 
+// Divide's rules round as MLX's: cot / b for a and -(cot a) / b^2 for b (one division, not a product with a
+// reciprocal), so gradients agree with MLX's to the last bit; complex operands are conjugated.
+TEST(AutodiffDivide, RulesRoundAsTheQuotientRule) {
+  const std::vector<float> a = {0.3f, -1.7f, 2.9f, 7.1f}, b = {1.3f, 0.7f, -3.1f, 0.11f}, c = {0.9f, -2.3f, 1.1f, 5.0f};
+  const array xa(a.data(), {4}, mx::float32), xb(b.data(), {4}, mx::float32), ct(c.data(), {4}, mx::float32);
+  auto f = [](const A& x) { return A{mx::divide(x[0], x[1])}; };
+  auto g = mx::vjp(f, {xa, xb}, {ct}).second;
+  auto t = mx::jvp(f, {xa, xb}, {ct, ct}).second;
+  auto ga = vals<float>(g[0]), gb = vals<float>(g[1]), tv = vals<float>(t[0]);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(ga[i], c[i] / b[i]) << i;
+    EXPECT_EQ(gb[i], -((c[i] * a[i]) / (b[i] * b[i]))) << i;
+    EXPECT_EQ(tv[i], c[i] / b[i] + -((c[i] * a[i]) / (b[i] * b[i]))) << i;
+  }
+  using C = std::complex<float>;
+  const C za(1.5f, -2.0f), zb(0.5f, 3.0f), zc(-1.0f, 0.25f);
+  auto h = mx::vjp(f, {array(mx::complex64_t(za)), array(mx::complex64_t(zb))}, {array(mx::complex64_t(zc))}).second;
+  EXPECT_EQ(C(h[0].item<mx::complex64_t>()), zc / std::conj(zb));
+  EXPECT_EQ(C(h[1].item<mx::complex64_t>()), -((zc * std::conj(za)) / (std::conj(zb) * std::conj(zb))));
+}
+
 }  // namespace

@@ -126,8 +126,25 @@ array one(const Application& app) { return scalar_like(1.0, Y); }
 array p_add(const Application& app, int) { return one(app); }
 array p_subtract(const Application& app, int k) { return k == 0 ? one(app) : scalar_like(-1.0, Y); }
 array p_multiply(const Application& app, int k) { return k == 0 ? B : A; }
-array p_divide(const Application& app, int k) {
-  return k == 0 ? reciprocal(B, S) : negative(divide(Y, B, S), S);
+// a / b by the quotient rule, each term rounded as MLX rounds it: cot / conj(b) for a and
+// -(cot conj(a)) / conj(b)^2 for b (not cot times a reciprocal: one rounding fewer, and the same last bit).
+Arrays divide_vjp(const Application& app, const Arrays& cot, const Ints& argnums) {
+  Arrays out;
+  const array b_bar = conj_if_complex(B, S);
+  for (int k : argnums) {
+    array g = k == 0 ? divide(cot[0], b_bar, S)
+                     : negative(divide(multiply(cot[0], conj_if_complex(A, S), S), square(b_bar, S), S), S);
+    out.push_back(unbroadcast(g, app.inputs[k].shape(), S));
+  }
+  return out;
+}
+Arrays divide_jvp(const Application& app, const Arrays& tan, const Ints& argnums) {
+  array acc;
+  for (size_t j = 0; j < argnums.size(); ++j) {
+    array t = argnums[j] == 0 ? divide(tan[j], B, S) : negative(divide(multiply(tan[j], A, S), square(B, S), S), S);
+    acc = acc.valid() ? add(acc, t, S) : t;
+  }
+  return {broadcast_to(acc, Y.shape(), S)};
 }
 // a - b * floor(a / b): 1 for a, -floor(a / b) for b.
 array p_remainder(const Application& app, int k) {
@@ -241,7 +258,6 @@ void register_elementwise_grad(RuleTable& t) {
   KILN_BINARY("Add", p_add)
   KILN_BINARY("Subtract", p_subtract)
   KILN_BINARY("Multiply", p_multiply)
-  KILN_BINARY("Divide", p_divide)
   KILN_BINARY("Remainder", p_remainder)
   KILN_BINARY("Power", p_power)
   KILN_BINARY("Maximum", p_maximum)
@@ -250,6 +266,7 @@ void register_elementwise_grad(RuleTable& t) {
   KILN_BINARY("LogAddExp", p_logaddexp)
 #undef KILN_BINARY
   // Piecewise constant (or boolean / integer valued): zero derivatives, as MLX.
+  t.add("Divide", divide_vjp, divide_jvp);
   t.add("DivMod", divmod_vjp, divmod_jvp);
   for (const char* flat : {"FloorDivide", "Equal", "NotEqual", "Greater", "GreaterEqual", "Less",
                            "LessEqual", "LogicalAnd", "LogicalOr", "BitwiseBinary"}) {

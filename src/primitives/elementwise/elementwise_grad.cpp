@@ -265,8 +265,8 @@ void register_elementwise_grad(RuleTable& t) {
   KILN_BINARY("ArcTan2", p_arctan2)
   KILN_BINARY("LogAddExp", p_logaddexp)
 #undef KILN_BINARY
-  // Piecewise constant (or boolean / integer valued): zero derivatives, as MLX.
   t.add("Divide", divide_vjp, divide_jvp);
+  // Piecewise constant (or boolean / integer valued): zero derivatives, as MLX.
   t.add("DivMod", divmod_vjp, divmod_jvp);
   for (const char* flat : {"FloorDivide", "Equal", "NotEqual", "Greater", "GreaterEqual", "Less",
                            "LessEqual", "LogicalAnd", "LogicalOr", "BitwiseBinary"}) {

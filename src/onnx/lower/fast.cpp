@@ -203,9 +203,6 @@ void sdpa(Context& c) {
   const size_t nmask = c.in.size() - 3 - (has_sinks ? 1 : 0);
   const int64_t Hq = tq.shape[1], Lq = tq.shape[2], Hk = tk.shape[1], Lk = tk.shape[2];
   std::string q = f32(c, tq), k = f32(c, tk), v = f32(c, tv);
-  // A boolean mask's false entries are the lowest finite score, not -inf (kiln's kernel and MLX's):
-  // a row masked everywhere attends every key equally.
-  const std::string lowest = c.scalar(std::numeric_limits<float>::lowest(), float32);
   if (c.opset() >= 23 && !has_sinks) {
     // Attention (opset 23) takes grouped-query heads and the scale as MLX does. A boolean mask goes in
     // as the additive 0 / -1e30: ONNX reads false as -inf, and ONNX Runtime reads the lowest float as
@@ -255,7 +252,9 @@ void sdpa(Context& c) {
   if (nmask == 1) {
     const Tensor& m = c.in.at(3);
     if (m.dtype == bool_) {
-      s = c.op("Where", {m.name, s, lowest});
+      // False entries are the lowest finite score, not -inf (kiln's kernel and MLX's): a row masked
+      // everywhere attends every key equally.
+      s = c.op("Where", {m.name, s, c.scalar(std::numeric_limits<float>::lowest(), float32)});
     } else {
       s = c.op("Add", {s, f32(c, m)});
     }

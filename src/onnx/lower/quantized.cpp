@@ -3,8 +3,8 @@
 // (uint64 words, so that 3-, 5- and 6-bit codes that straddle two words come out too), dequantized exactly as MLX
 // defines each mode (affine: scale * q + bias; mxfp4 / nvfp4: the E2M1 value times the E8M0 / E4M3 scale;
 // mxfp8: the E4M3 value times the E8M0 scale, through lookup tables), then MatMul in float32.
-#include <limits>
 #include <cmath>
+#include <limits>
 
 #include "kiln/ops.h"
 #include "onnx/lower/common.h"

@@ -10,6 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR="${BUILD_DIR:-build}"
 export CCACHE_BASEDIR="$PWD"
+# The same compiler name as build/ (scripts/setup.sh), so that the library's objects come from ccache.
+export CXX="${CXX:-g++}" CC="${CC:-gcc}"
 PY="${KILN_PYTHON:-python3}"
 VENV="$BUILD_DIR/pyvenv"
 rm -rf "$VENV" "$BUILD_DIR/wheel"

@@ -46,5 +46,9 @@ if [ -n "$missing" ] && ! venv_works; then
 fi
 BUILD_DIR="${BUILD_DIR:-build}"
 export CCACHE_BASEDIR="$PWD"
+# The compiler by the name the wheel build (scripts/python_tests.sh) uses: ccache keys on the name too, so
+# a build/ configured with CMake's default `c++` shared no object with the wheel's `g++` (a second full
+# compile of the library in CI).
+export CXX="${CXX:-g++}" CC="${CC:-gcc}"
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_BENCH="${KILN_BUILD_BENCH:-OFF}" ${KILN_CMAKE_ARGS:-} >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)"

@@ -1,5 +1,7 @@
 """kiln.to_onnx: a function exported by kiln converted to ONNX and run in ONNX Runtime (when installed)."""
 
+import io
+
 import numpy as np
 import pytest
 
@@ -233,6 +235,121 @@ def test_to_onnx_shapeless_norms_take_any_size(tmp_path, opset):
         want = fn(*[kiln.array(a) for a in args])
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, np.array(w), rtol=2e-5, atol=2e-5)
+
+
+def _shapeless_cases():
+    """(id, function, [argument lists]): the first list is traced (shapeless), every list is then run in
+    ONNX Runtime and by kiln's own shapeless replay; each exercises one row whose lowering reads its sizes
+    at run time. Integer arguments are int32 index or offset arrays."""
+    rng = np.random.default_rng(21)
+
+    def f32(*s):
+        return rng.standard_normal(s).astype(np.float32)
+
+    def idx(hi, *s):
+        return rng.integers(-hi, hi, size=s).astype(np.int32)
+
+    w4, s4, b4 = kiln.quantize(kiln.array(f32(24, 128)), group_size=64, bits=4)
+    w3, s3, b3 = kiln.quantize(kiln.array(f32(24, 128)), group_size=64, bits=3)
+    kiln.eval(w4, s4, b4, w3, s3, b3)
+    wconv = kiln.array(f32(4, 3, 2))
+    wt = kiln.array(f32(4, 3, 2))
+
+    def quantized_inputs(n, k, bits):
+        return [np.array(a) for a in kiln.quantize(kiln.array(f32(n, k)), group_size=64, bits=bits)]
+
+    return [
+        ("Flatten", lambda x: kiln.flatten(x, 1, 2), [[f32(2, 3, 4)], [f32(3, 5, 2)], [f32(1, 1, 7)]]),
+        ("Unflatten", lambda x: kiln.unflatten(x, 1, (3, 4)), [[f32(2, 12)], [f32(5, 12)]]),
+        ("Gather", lambda x, i: kiln.take(x, i, axis=0), [[f32(5, 3), idx(5, 4)], [f32(9, 3), idx(9, 2, 3)[0]]]),
+        ("GatherAxis", lambda x, i: kiln.take_along_axis(x, i, axis=1),
+         [[f32(4, 5), idx(5, 4, 2)], [f32(3, 7), idx(7, 3, 4)]]),
+        ("ScatterAxis", lambda x, i, v: kiln.put_along_axis(x, i, v, axis=1),
+         [[f32(4, 5), idx(5, 4, 1), f32(4, 1)], [f32(3, 8), idx(8, 3, 1), f32(3, 1)]]),
+        ("Sort", lambda x: (kiln.sort(x, axis=-1), kiln.argsort(x, axis=0)), [[f32(3, 6)], [f32(5, 9)]]),
+        ("Convolution", lambda x: (kiln.conv1d(x, wconv, stride=1, padding=1),
+                                   kiln.conv_transpose1d(x, wt, stride=2, padding=1)),
+         [[f32(1, 8, 2)], [f32(2, 11, 2)], [f32(1, 1, 2)]]),
+        ("QuantizedMatmul", lambda x: (kiln.quantized_matmul(x, w4, s4, b4, transpose=True, group_size=64, bits=4),
+                                       kiln.quantized_matmul(x, w3, s3, b3, transpose=True, group_size=64, bits=3)),
+         [[f32(2, 128)], [f32(5, 128)]]),
+        # Weights that are inputs: their word counts are read at run time (3 bits straddle words).
+        ("QuantizedMatmulInputs",
+         lambda x, w, s, b: kiln.quantized_matmul(x, w, s, b, transpose=True, group_size=64, bits=3),
+         [[f32(2, 64)] + quantized_inputs(8, 64, 3), [f32(3, 128)] + quantized_inputs(5, 128, 3)]),
+        ("Quantize", lambda x: kiln.quantize(x, group_size=64, bits=4), [[f32(4, 64)], [f32(6, 192)]]),
+        ("DynamicSlice", lambda x, i: kiln.slice(x, i, [0], (2, 5)),
+         [[f32(6, 5), np.array([1], np.int32)], [f32(9, 5), np.array([8], np.int32)]]),
+        ("DynamicSliceUpdate", lambda x, u, i: kiln.slice_update(x, u, i, [0]),
+         [[f32(6, 5), f32(2, 5), np.array([1], np.int32)], [f32(9, 4), f32(3, 4), np.array([7], np.int32)]]),
+        ("RoPE", lambda x, o: (kiln.fast.rope(x, 16, traditional=False, base=10000.0, scale=1.0, offset=o),
+                               kiln.fast.rope(x, 8, traditional=True, base=500.0, scale=0.5, offset=o)),
+         # the head size grows past the rotated dims at run time: the rest is carried
+         [[f32(1, 4, 6, 16), np.array(3, np.int32)], [f32(2, 4, 9, 32), np.array(0, np.int32)]]),
+        ("ScaledDotProductAttention",
+         lambda q, k, v: (kiln.fast.scaled_dot_product_attention(q, k, v, scale=0.35, mask="causal"),
+                          kiln.fast.scaled_dot_product_attention(q, k, v, scale=0.35)),
+         # grouped-query heads; more keys than queries, then more queries than keys
+         [[f32(1, 4, 5, 8), f32(1, 2, 7, 8), f32(1, 2, 7, 8)], [f32(2, 4, 6, 8), f32(2, 2, 4, 8), f32(2, 2, 4, 8)]]),
+        ("ScaledDotProductAttentionMask",
+         lambda q, k, v, m: kiln.fast.scaled_dot_product_attention(q, k, v, scale=0.5, mask=m),
+         # a mask of the scores' full shape (a smaller one is broadcast to the traced shape, as in MLX)
+         [[f32(1, 2, 3, 8), f32(1, 2, 5, 8), f32(1, 2, 5, 8), rng.random((1, 2, 3, 5)) > 0.3],
+          [f32(1, 2, 4, 8), f32(1, 2, 2, 8), f32(1, 2, 2, 8), rng.random((1, 2, 4, 2)) > 0.3]]),
+        ("ScaledDotProductAttentionSinks",
+         lambda q, k, v, s: kiln.fast.scaled_dot_product_attention(q, k, v, scale=0.5, mask="causal", sinks=s),
+         [[f32(1, 4, 3, 8), f32(1, 2, 5, 8), f32(1, 2, 5, 8), f32(4)],
+          [f32(2, 4, 6, 8), f32(2, 2, 6, 8), f32(2, 2, 6, 8), f32(4)]]),
+    ]
+
+
+_SHAPELESS = _shapeless_cases()
+
+
+@pytest.mark.parametrize("opset", [21, 23])
+@pytest.mark.parametrize("case", _SHAPELESS, ids=[c[0] for c in _SHAPELESS])
+def test_to_onnx_shapeless_rows_take_any_size(tmp_path, case, opset):
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    name, fun, calls = case
+    # The case's graph has its row (the id up to a variant suffix), as kiln.export_to_dot names it.
+    row = name.removesuffix("Inputs").removesuffix("Mask").removesuffix("Sinks")
+    dot = io.StringIO()
+    outs = fun(*[kiln.array(a) for a in calls[0]])
+    kiln.export_to_dot(dot, *(outs if isinstance(outs, (tuple, list)) else [outs]))
+    assert row in dot.getvalue(), (row, dot.getvalue()[:2000])
+    src = str(tmp_path / "f.mlxfn")
+    kiln.export_function(src, fun, *[kiln.array(a) for a in calls[0]], shapeless=True)
+    out = str(tmp_path / "f.onnx")
+    kiln.to_onnx(src, out, opset=opset)
+    model = onnx.load(out)
+    onnx.checker.check_model(model, full_check=True)
+    for v in list(model.graph.input) + list(model.graph.output):
+        assert all(not d.dim_value for d in v.type.tensor_type.shape.dim), v
+    sess = ort.InferenceSession(out, providers=["CPUExecutionProvider"])
+    fn = kiln.import_function(src)
+    for args in calls:
+        got = sess.run(None, {f"arg{k}": a for k, a in enumerate(args)})
+        want = fn(*[kiln.array(a) for a in args])
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            w = np.array(w)
+            assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, w.shape, g.dtype, w.dtype)
+            np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5)
+
+
+def test_to_onnx_shapeless_refusals_say_why(tmp_path):
+    # Slice has no shape rule in MLX's shapeless replay: the file itself leaves its output open.
+    src = str(tmp_path / "slice.mlxfn")
+    kiln.export_function(src, lambda x: x[1:3], kiln.array(np.zeros((4, 2), np.float32)), shapeless=True)
+    with pytest.raises(RuntimeError, match="Slice cannot be lowered in a shapeless function: MLX has no shape rule"):
+        kiln.to_onnx(src, str(tmp_path / "slice.onnx"))
+    src = str(tmp_path / "hadamard.mlxfn")
+    kiln.export_function(src, lambda x: kiln.hadamard_transform(x), kiln.array(np.ones((2, 8), np.float32)),
+                         shapeless=True)
+    with pytest.raises(RuntimeError, match="Hadamard cannot be lowered in a shapeless function: its"):
+        kiln.to_onnx(src, str(tmp_path / "hadamard.onnx"))
+    assert not (tmp_path / "hadamard.onnx").exists()
 
 
 def test_to_onnx_matmul_nbits_option(tmp_path):

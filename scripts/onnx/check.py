@@ -87,8 +87,8 @@ def compare(got, want, case, k):
     return f"output {k}: values differ ({int(np.sum(got != want))} of {want.size})"
 
 
-def convert(kiln, mlxfn, out, function, opset):
-    cmd = [kiln, "to-onnx", mlxfn, out, "--function", str(function)]
+def convert(kiln, mlxfn, out, function, opset, extra=()):
+    cmd = [kiln, "to-onnx", mlxfn, out, "--function", str(function), *extra]
     if opset:
         cmd += ["--opset", str(opset)]
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -112,7 +112,7 @@ def primitives_of(kiln, mlxfn):
     return {name for f in json.loads(p.stdout)["functions"] for name in f["primitive_histogram"]}
 
 
-def run_case(kiln, root, case, work, opset, kiln_reference=False):
+def run_case(kiln, root, case, work, opset, kiln_reference=False, extra=()):
     """('passed'|'failed'|'refused', detail). With kiln_reference, the expected outputs are kiln's own
     (`kiln run`), for cases whose golden outputs are a known bug of the writing MLX's CPU backend."""
     def path(f):
@@ -124,7 +124,7 @@ def run_case(kiln, root, case, work, opset, kiln_reference=False):
     models = []  # (session, [input names and dtypes], [output names])
     for function in range(1, 1000):
         out = os.path.join(work, f"f{function}.onnx")
-        rc, msg = convert(kiln, mlxfn, out, function, opset)
+        rc, msg = convert(kiln, mlxfn, out, function, opset, extra)
         if rc == 3:
             return "refused", msg.replace("kiln to-onnx: refused: ", "")
         if rc != 0:
@@ -185,6 +185,14 @@ def run_case(kiln, root, case, work, opset, kiln_reference=False):
     return "passed", ""
 
 
+def uses_op(work, op):
+    """Whether a converted function in `work` has a node of type `op`."""
+    for name in sorted(os.listdir(work)):
+        if name.endswith(".onnx") and any(n.op_type == op for n in onnx.load(os.path.join(work, name)).graph.node):
+            return True
+    return False
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kiln", required=True)
@@ -194,6 +202,10 @@ def main():
     ap.add_argument("--only", default="", help="run only cases whose key contains this")
     ap.add_argument("--primitives", default="",
                     help="run only cases whose file uses one of these primitives (comma-separated row names)")
+    ap.add_argument("--matmul-nbits", action="store_true",
+                    help="convert with --matmul-nbits (affine 4-bit QuantizedMatmul as com.microsoft.MatMulNBits)")
+    ap.add_argument("--expect-op", default="",
+                    help="fail unless some passing case's converted graph has a node of this op type")
     ap.add_argument("manifests", nargs="+", help="LABEL=path/to/manifest.json")
     a = ap.parse_args()
     with open(a.expect) as f:
@@ -202,8 +214,12 @@ def main():
     wanted = set(p for p in a.primitives.split(",") if p)
     # Runs at different opsets (parallel ctests) convert into different directories.
     work = os.path.join(a.work, f"opset{a.opset}") if a.opset else a.work
+    extra = ["--matmul-nbits"] if a.matmul_nbits else []
+    if a.matmul_nbits:
+        work = os.path.join(work, "nbits")
     kiln_ref = table.get("kiln_reference", {})
     results = {}
+    with_op = []  # passing cases whose graphs have a node of --expect-op
     for spec in a.manifests:
         label, mpath = spec.split("=", 1)
         root = os.path.dirname(os.path.abspath(mpath))
@@ -218,7 +234,9 @@ def main():
             if wanted and not wanted & primitives_of(a.kiln, os.path.join(root, case["file"])):
                 continue
             try:
-                results[key] = run_case(a.kiln, root, case, os.path.join(work, key), a.opset, key in kiln_ref)
+                results[key] = run_case(a.kiln, root, case, os.path.join(work, key), a.opset, key in kiln_ref, extra)
+                if a.expect_op and results[key][0] == "passed" and uses_op(os.path.join(work, key), a.expect_op):
+                    with_op.append(key)
             except Exception as e:  # noqa: BLE001 - a crash of the harness on one case fails that case
                 results[key] = ("failed", f"check.py: {type(e).__name__}: {e}")
     counts = {"passed": 0, "failed": 0, "refused": 0}
@@ -246,6 +264,15 @@ def main():
         print(f"no case uses {a.primitives}")
         return 1
     print(f"onnx: {counts['passed']} passed, {counts['failed']} failed, {counts['refused']} refused")
+    # The golden corpus (the manifest without a label) apart from the version fixtures.
+    golden = [st for key, (st, _) in results.items() if "/" not in key]
+    if golden:
+        n = sum(st == "passed" for st in golden)
+        print(f"golden corpus: {n} of {len(golden)} passed ({100.0 * n / len(golden):.1f}%)")
+    if a.expect_op:
+        print(f"{len(with_op)} passing case(s) use {a.expect_op}: {', '.join(with_op)}")
+        if not with_op:
+            return 1
     return 1 if counts["failed"] or stale else 0
 
 

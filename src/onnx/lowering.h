@@ -139,6 +139,9 @@ struct LoweringEntry {
   // The lowering reads no recorded shape unless c.shapeless() is false (it may then serve shapeless
   // functions); others are refused in shapeless functions.
   bool polymorphic = false;
+  // Why a lowering that is not polymorphic cannot serve a shapeless function (rows MLX can replay
+  // shapeless need one: OnnxCoverage.ShapelessRowsArePolymorphicOrSayWhy).
+  std::string shapeless_refusal;
 };
 
 // Keyed by the row's canonical name. Adding a name the registry does not have, or one already in the
@@ -150,6 +153,8 @@ class LoweringTable {
   void refuse(const std::string& name, const std::string& reason);
   // Marks rows whose lowerings serve shapeless functions (LoweringEntry::polymorphic).
   void polymorphic(std::initializer_list<const char*> names);
+  // A row MLX can replay shapeless whose lowering needs the recorded shapes, and why.
+  void refuse_shapeless(const std::string& name, const std::string& reason);
   const LoweringEntry* find(const std::string& name) const;
   const std::map<std::string, LoweringEntry>& entries() const { return entries_; }
 

@@ -175,7 +175,7 @@ void LoweringTable::insert(const std::string& name, LoweringEntry e) {
   }
 }
 
-void LoweringTable::add(const std::string& name, Lowering lower) { insert(name, {std::move(lower), ""}); }
+void LoweringTable::add(const std::string& name, Lowering lower) { insert(name, {std::move(lower), "", false, ""}); }
 
 void LoweringTable::add(std::initializer_list<std::pair<const char*, Lowering>> entries) {
   for (auto& [name, lower] : entries) add(name, lower);
@@ -183,7 +183,7 @@ void LoweringTable::add(std::initializer_list<std::pair<const char*, Lowering>> 
 
 void LoweringTable::refuse(const std::string& name, const std::string& reason) {
   if (reason.empty()) throw std::logic_error("[to_onnx] A refusal of " + name + " needs a reason.");
-  insert(name, {nullptr, reason});
+  insert(name, {nullptr, reason, false, ""});
 }
 
 void LoweringTable::polymorphic(std::initializer_list<const char*> names) {
@@ -194,6 +194,15 @@ void LoweringTable::polymorphic(std::initializer_list<const char*> names) {
     }
     it->second.polymorphic = true;
   }
+}
+
+void LoweringTable::refuse_shapeless(const std::string& name, const std::string& reason) {
+  auto it = entries_.find(name);
+  if (it == entries_.end() || !it->second.lower || it->second.polymorphic || reason.empty()) {
+    throw std::logic_error("[to_onnx] A shapeless refusal of " + name +
+                           " needs a lowering that is not polymorphic, and a reason.");
+  }
+  it->second.shapeless_refusal = reason;
 }
 
 const LoweringEntry* LoweringTable::find(const std::string& name) const {
@@ -330,8 +339,15 @@ onnx::ModelProto build_model(const ImportedFunction& fn, const OnnxOptions& opti
       if (!e) throw OnnxRefusal("[to_onnx] Primitive " + name + " has no ONNX lowering yet.");
       if (!e->lower) throw OnnxRefusal("[to_onnx] " + name + " cannot be lowered to ONNX: " + e->refusal);
       if (shapeless && !e->polymorphic) {
-        throw OnnxRefusal("[to_onnx] " + name + " cannot be lowered in a shapeless function yet: its lowering "
-                          "depends on the recorded shapes, which a shapeless function's graph does not fix.");
+        const PrimitiveDef* def = registry::find(name);
+        if (def && !def->shapeless) {
+          throw OnnxRefusal("[to_onnx] " + name + " cannot be lowered in a shapeless function: MLX has no shape "
+                            "rule for it in shapeless replay (its import of this file throws at " + name +
+                            "), so the file does not define its output's shape for other input sizes.");
+        }
+        throw OnnxRefusal("[to_onnx] " + name + " cannot be lowered in a shapeless function: " +
+                          (e->shapeless_refusal.empty() ? std::string("its lowering depends on the recorded shapes")
+                                                        : e->shapeless_refusal) + ".");
       }
       std::vector<Tensor> ins, outs;
       for (auto& [n, shape, dtype] : field<Described>(ev, "inputs")) ins.push_back({value(n), shape, dtype});

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -70,6 +71,26 @@ TEST(OnnxCoverage, EveryRowHasALoweringOrARefusal) {
   for (auto& name : kNotLoweredYet) {
     EXPECT_NE(mx::registry::find(name), nullptr) << name << " in kNotLoweredYet is not a row";
   }
+}
+
+// A row MLX replays in shapeless functions (PrimitiveDef::shapeless, the spec's SL column) and that ONNX
+// can express serves shapeless functions too (a polymorphic lowering, python/tests/test_onnx.py's
+// shapeless cases), or says why not (refuse_shapeless). Rows MLX cannot replay shapeless are refused
+// there with MLX's reason by the driver.
+TEST(OnnxCoverage, ShapelessRowsArePolymorphicOrSayWhy) {
+  const auto& table = mx::onnx_export::lowerings();
+  std::vector<std::string> with_reason;
+  for (const mx::PrimitiveDef* def : mx::registry::all()) {
+    const auto* e = table.find(def->name);
+    if (!e || !e->lower || !def->shapeless) continue;
+    EXPECT_TRUE(e->polymorphic || !e->shapeless_refusal.empty())
+        << def->name << " is replayed shapeless by MLX, but its ONNX lowering is neither polymorphic nor refused "
+                        "in shapeless functions with a reason";
+    if (!e->polymorphic) with_reason.push_back(def->name);
+  }
+  std::sort(with_reason.begin(), with_reason.end());
+  // The exceptions, named so that a new one is a decision (each with its reason in src/onnx/lower/).
+  EXPECT_EQ(with_reason, (std::vector<std::string>{"Conjugate", "Hadamard", "Imag", "Real"}));
 }
 
 TEST(OnnxCoverage, TheTableRejectsUnknownAndDuplicateRows) {

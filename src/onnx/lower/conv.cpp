@@ -30,22 +30,24 @@ void convolution(Context& c) {
   for (int d = 1; d <= sd; ++d) to_cf.push_back(d);
   std::string x = c.op("Transpose", {xs[0]}, {{"perm", to_cf}});
   std::string w = c.op("Transpose", {xs[1]}, {{"perm", to_cf}});
-  // The channels-first shape as the input dilation changes it.
-  std::vector<int64_t> cur{tx.shape[0], tx.shape[n - 1]};
-  for (int d = 1; d <= sd; ++d) cur.push_back(tx.shape[d]);
+  // The channels-first shape as the input dilation changes it (sizes known here, or in a shapeless
+  // function read at run time).
+  std::vector<Dims> cur{dim_of(c, tx, 0), dim_of(c, tx, n - 1)};
+  for (int d = 1; d <= sd; ++d) cur.push_back(dim_of(c, tx, d));
   for (int d = 0; d < sd; ++d) {
     const int ax = 2 + d;
-    if (idil[d] <= 1 || cur[ax] <= 1) continue;
-    // Interleave idil - 1 zeros along the axis: (.., n, 1) padded to (.., n, idil), merged, the tail cut.
+    if (idil[d] <= 1 || (cur[ax].is_known() && cur[ax].known[0] <= 1)) continue;
+    // Interleave idil - 1 zeros along the axis: (.., n, 1) padded to (.., n, idil), merged, the tail cut
+    // (for a size 1 or 0, what is left is the input itself).
     std::string u = c.op("Unsqueeze", {x, c.ints({ax + 1})});
     std::vector<int64_t> pads(2 * (n + 1), 0);
     pads[(n + 1) + ax + 1] = idil[d] - 1;
     u = c.op("Pad", {u, c.ints(pads)});
-    std::vector<int64_t> merged = cur;
-    merged[ax] = cur[ax] * idil[d];
-    u = c.op("Reshape", {u, c.ints(merged)});
-    const int64_t len = 1 + (cur[ax] - 1) * idil[d];
-    x = c.op("Slice", {u, c.ints({0}), c.ints({len}), c.ints({ax})});
+    std::vector<Dims> merged = cur;
+    merged[ax] = dims_op(c, "Mul", cur[ax], fixed_dims({idil[d]}));
+    u = reshape_to(c, u, cat_dims(c, merged));
+    const Dims len = dims_op(c, "Max", dims_op(c, "Sub", merged[ax], fixed_dims({idil[d] - 1})), fixed_dims({0}));
+    x = c.op("Slice", {u, c.ints({0}), value_of(c, len), c.ints({ax})});
     cur[ax] = len;
   }
   if (flip) {
@@ -77,6 +79,9 @@ void convolution(Context& c) {
 
 }  // namespace
 
-void register_conv_onnx(LoweringTable& table) { table.add("Convolution", convolution); }
+void register_conv_onnx(LoweringTable& table) {
+  table.add("Convolution", convolution);
+  table.polymorphic({"Convolution"});
+}
 
 }  // namespace kiln::onnx_export

@@ -290,6 +290,10 @@ void register_elementwise_onnx(LoweringTable& table) {
   // Complex operands are lowered by lower_complex (lower/fft.cpp) before the table is consulted.
   auto complex_only = [](Context& c) { c.refuse("a complex-only row without complex64 operands"); };
   table.add({{"Conjugate", complex_only}, {"Real", complex_only}, {"Imag", complex_only}});
+  for (const char* row : {"Conjugate", "Real", "Imag"}) {
+    table.refuse_shapeless(row, "complex64 values take their (..., 2) float32 form with the recorded shapes (and "
+                                "MLX's FFT, their usual source, has no shapeless shape rule)");
+  }
 }
 
 }  // namespace kiln::onnx_export

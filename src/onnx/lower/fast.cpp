@@ -103,13 +103,22 @@ void rope(Context& c) {
   const bool forward = c.bool_arg(4);
   const Tensor& tx = c.in.at(0);
   const int n = tx.ndim();
-  const int64_t L = tx.shape[n - 2], D = tx.shape[n - 1];
+  // In a shapeless function the sequence length and the head size are the input's at run time: the
+  // positions come from a Range, and the part past `rd` is always carried (it may be empty).
+  const Dims L = dim_of(c, tx, n - 2);
+  const bool tail = c.shapeless() || rd < tx.shape[n - 1];
   const int half = rd / 2;
   std::string x = f32(c, tx);
   // Positions (offset + t) * scale, shaped (B or 1, 1..., L, 1).
-  std::vector<float> t(static_cast<size_t>(L));
-  for (int64_t i = 0; i < L; ++i) t[i] = static_cast<float>(i);
-  std::string tt = c.constant(array(t.data(), Shape{static_cast<int32_t>(L), 1}));
+  std::string tt;
+  if (L.is_known()) {
+    std::vector<float> t(static_cast<size_t>(L.known[0]));
+    for (int64_t i = 0; i < L.known[0]; ++i) t[i] = static_cast<float>(i);
+    tt = c.constant(array(t.data(), Shape{static_cast<int32_t>(L.known[0]), 1}));
+  } else {
+    std::string r = c.op("Range", {c.scalar(0, float32), c.cast(scalar_of(c, L), float32), c.scalar(1, float32)});
+    tt = c.op("Unsqueeze", {r, c.ints({-1})});
+  }
   std::vector<int64_t> oshape(n, 1);
   oshape[0] = -1;
   std::string off = c.op("Reshape", {c.cast(c.in.at(1).name, float32), c.ints(oshape)});
@@ -129,18 +138,17 @@ void rope(Context& c) {
     // offset runs along) folded into the heads axis. Its caches are (batch, L, rd / 2), computed here
     // from the positions as the decomposition's angles; interleaved pairs are MLX's traditional layout,
     // and the inverse rotation (forward false, the VJP) is the rotation by the negated sine.
-    const int64_t B = tx.shape[0];
-    int64_t H = 1;
-    for (int d = 1; d < n - 2; ++d) H *= tx.shape[d];
-    const std::vector<int64_t> cache{B, L, half};
-    std::string angles = c.op("Expand", {c.op("Reshape", {th, c.ints({-1, L, half})}), c.ints(cache)});
+    const Dims B = dim_of(c, tx, 0);
+    const Dims cache = cat_dims(c, {B, L, fixed_dims({half})});
+    std::string angles = c.op("Expand", {reshape_to(c, th, cat_dims(c, {fixed_dims({-1}), L, fixed_dims({half})})),
+                                         value_of(c, cache)});
     std::string cs = c.op("Cos", {angles}), sn = c.op("Sin", {angles});
     if (!forward) sn = c.op("Neg", {sn});
-    std::string x4 = n == 4 ? x : c.op("Reshape", {x, c.ints({B, H, L, D})});
+    std::string x4 = n == 4 ? x : c.op("Reshape", {x, value_of(c, cat_dims(c, {B, fixed_dims({-1}), dims_of(c, tx, n - 2)}))});
     Attrs attrs{{"interleaved", traditional ? 1 : 0}};
-    if (rd < D) attrs.push_back({"rotary_embedding_dim", static_cast<int64_t>(rd)});
+    if (tail) attrs.push_back({"rotary_embedding_dim", static_cast<int64_t>(rd)});
     std::string r = c.op("RotaryEmbedding", {x4, cs, sn}, attrs);
-    if (n != 4) r = c.op("Reshape", {r, c.ints(dims(tx.shape))});
+    if (n != 4) r = reshape_to(c, r, dims_of(c, tx));
     store(c, 0, r, float32);
     return;
   }
@@ -149,11 +157,9 @@ void rope(Context& c) {
   auto last = [&](const std::string& v, int64_t b, int64_t e) {
     return c.op("Slice", {v, c.ints({b}), c.ints({e}), c.ints({-1})});
   };
-  std::vector<int64_t> pairs = dims(tx.shape);
-  pairs.back() = half;
-  pairs.push_back(2);
+  const Dims lead = dims_of(c, tx, 0, n - 1);
   if (traditional) {
-    std::string p = c.op("Reshape", {last(x, 0, rd), c.ints(pairs)});
+    std::string p = reshape_to(c, last(x, 0, rd), cat_dims(c, {lead, fixed_dims({half, 2})}));
     x1 = c.op("Squeeze", {last(p, 0, 1), c.ints({-1})});
     x2 = c.op("Squeeze", {last(p, 1, 2), c.ints({-1})});
   } else {
@@ -172,25 +178,33 @@ void rope(Context& c) {
   if (traditional) {
     std::string both = c.op("Concat", {c.op("Unsqueeze", {o1, c.ints({-1})}), c.op("Unsqueeze", {o2, c.ints({-1})})},
                             {{"axis", -1}});
-    std::vector<int64_t> back = dims(tx.shape);
-    back.back() = rd;
-    rot = c.op("Reshape", {both, c.ints(back)});
+    rot = reshape_to(c, both, cat_dims(c, {lead, fixed_dims({rd})}));
   } else {
     rot = c.op("Concat", {o1, o2}, {{"axis", -1}});
   }
-  if (rd < D) rot = c.op("Concat", {rot, last(x, rd, D)}, {{"axis", -1}});
+  if (tail) rot = c.op("Concat", {rot, last(x, rd, INT64_MAX)}, {{"axis", -1}});
   store(c, 0, rot, float32);
 }
 
 // MLX's causal mask: query i attends key j when j <= i + max(Lk - Lq, 0) (aligned bottom-right when
-// there are fewer queries than keys, top-left otherwise, so that no row is fully masked).
-std::string causal_mask(Context& c, int64_t Lq, int64_t Lk) {
-  const int64_t off = std::max<int64_t>(Lk - Lq, 0);
-  std::vector<uint8_t> allow(static_cast<size_t>(Lq * Lk));
-  for (int64_t i = 0; i < Lq; ++i) {
-    for (int64_t j = 0; j < Lk; ++j) allow[i * Lk + j] = j <= i + off;
+// there are fewer queries than keys, top-left otherwise, so that no row is fully masked). A constant
+// when the lengths are known, computed from Range at run time in a shapeless function.
+std::string causal_mask(Context& c, const Dims& lq, const Dims& lk) {
+  if (lq.is_known() && lk.is_known()) {
+    const int64_t Lq = lq.known[0], Lk = lk.known[0];
+    const int64_t off = std::max<int64_t>(Lk - Lq, 0);
+    std::vector<uint8_t> allow(static_cast<size_t>(Lq * Lk));
+    for (int64_t i = 0; i < Lq; ++i) {
+      for (int64_t j = 0; j < Lk; ++j) allow[i * Lk + j] = j <= i + off;
+    }
+    return c.constant(astype(array(allow.data(), Shape{static_cast<int32_t>(Lq), static_cast<int32_t>(Lk)}), bool_));
   }
-  return c.constant(astype(array(allow.data(), Shape{static_cast<int32_t>(Lq), static_cast<int32_t>(Lk)}), bool_));
+  const std::string zero = c.ints({0}, true), one = c.ints({1}, true);
+  std::string nq = scalar_of(c, lq), nk = scalar_of(c, lk);
+  std::string i = c.op("Unsqueeze", {c.op("Range", {zero, nq, one}), c.ints({-1})});
+  std::string j = c.op("Unsqueeze", {c.op("Range", {zero, nk, one}), c.ints({0})});
+  std::string off = c.op("Max", {c.op("Sub", {nk, nq}), zero});
+  return c.op("LessOrEqual", {j, c.op("Add", {i, off})});
 }
 
 void sdpa(Context& c) {
@@ -201,7 +215,8 @@ void sdpa(Context& c) {
   const Tensor& tk = c.in.at(1);
   const Tensor& tv = c.in.at(2);
   const size_t nmask = c.in.size() - 3 - (has_sinks ? 1 : 0);
-  const int64_t Hq = tq.shape[1], Lq = tq.shape[2], Hk = tk.shape[1], Lk = tk.shape[2];
+  // Sizes known here, or in a shapeless function read at run time (Dims).
+  const Dims Lq = dim_of(c, tq, 2), Lk = dim_of(c, tk, 2);
   std::string q = f32(c, tq), k = f32(c, tk), v = f32(c, tv);
   if (c.opset() >= 23 && !has_sinks) {
     // Attention (opset 23) takes grouped-query heads and the scale as MLX does. A boolean mask goes in
@@ -225,7 +240,7 @@ void sdpa(Context& c) {
                               c.scalar(-std::numeric_limits<float>::infinity(), float32)});
       }
     }
-    if (causal && Lq >= Lk) {
+    if (causal && Lq.is_known() && Lk.is_known() && Lq.known[0] >= Lk.known[0]) {
       attrs.push_back({"is_causal", 1});
     } else if (causal) {
       ins.push_back(causal_mask(c, Lq, Lk));
@@ -235,13 +250,15 @@ void sdpa(Context& c) {
     store(c, 0, o, float32);
     return;
   }
-  if (Hq != Hk) {
-    const int64_t rep = Hq / Hk;
+  const Dims Hq = dim_of(c, tq, 1), Hk = dim_of(c, tk, 1);
+  if (!Hq.is_known() || Hq.known != Hk.known) {
+    // Grouped-query heads: each key / value head repeated for its Hq / Hk query heads.
+    const Dims rep = dims_op(c, "Div", Hq, Hk);
     auto repeat = [&](const std::string& a, const Tensor& t) {
-      const int64_t l = t.shape[2], d = t.shape[3];
-      std::string r = c.op("Reshape", {a, c.ints({t.shape[0], Hk, 1, l, d})});
-      r = c.op("Expand", {r, c.ints({t.shape[0], Hk, rep, l, d})});
-      return c.op("Reshape", {r, c.ints({t.shape[0], Hq, l, d})});
+      const Dims b = dim_of(c, t, 0), ld = dims_of(c, t, 2);
+      std::string r = c.op("Unsqueeze", {a, c.ints({2})});
+      r = c.op("Expand", {r, value_of(c, cat_dims(c, {b, Hk, rep, ld}))});
+      return reshape_to(c, r, cat_dims(c, {b, Hq, ld}));
     };
     k = repeat(k, tk);
     v = repeat(v, tv);
@@ -265,10 +282,10 @@ void sdpa(Context& c) {
   std::string p;
   if (has_sinks) {
     // One extra logit per head, in the softmax's normalization only.
-    std::string sink = c.op("Reshape", {f32(c, c.in.back()), c.ints({1, Hq, 1, 1})});
-    sink = c.op("Expand", {sink, c.ints({tq.shape[0], Hq, Lq, 1})});
+    std::string sink = c.op("Reshape", {f32(c, c.in.back()), c.ints({1, -1, 1, 1})});
+    sink = c.op("Expand", {sink, value_of(c, cat_dims(c, {dims_of(c, tq, 0, 3), fixed_dims({1})}))});
     std::string all = c.op("Softmax", {c.op("Concat", {s, sink}, {{"axis", -1}})}, {{"axis", -1}});
-    p = c.op("Slice", {all, c.ints({0}), c.ints({Lk}), c.ints({-1})});
+    p = c.op("Slice", {all, c.ints({0}), value_of(c, Lk), c.ints({-1})});
   } else {
     p = c.op("Softmax", {s}, {{"axis", -1}});
   }
@@ -284,8 +301,9 @@ void register_fast_onnx(LoweringTable& table) {
              {"LayerNormVJP", layer_norm_vjp},
              {"RoPE", rope},
              {"ScaledDotProductAttention", sdpa}});
-  // The norms read no recorded shape in shapeless functions (their axis is the last).
-  table.polymorphic({"RMSNorm", "LayerNorm"});
+  // The norms read no recorded shape in shapeless functions (their axis is the last); RoPE and
+  // attention take their sizes as Dims. The VJPs have no shape rule for shapeless replay in MLX.
+  table.polymorphic({"RMSNorm", "LayerNorm", "RoPE", "ScaledDotProductAttention"});
 }
 
 }  // namespace kiln::onnx_export

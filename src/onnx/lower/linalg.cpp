@@ -226,6 +226,8 @@ void register_linalg_onnx(LoweringTable& table) {
     r = c.op("Mul", {r, c.scalar(c.float_arg(0), t)});
     store(c, 0, r, t);
   });
+  table.refuse_shapeless("Hadamard", "its +-1 matrix is built for the recorded size of the last axis (a power of 2 "
+                                     "checked at export), which a shapeless function leaves open");
 }
 
 }  // namespace kiln::onnx_export

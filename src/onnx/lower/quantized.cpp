@@ -28,40 +28,49 @@ std::string table_of(Context& c, const std::vector<float>& v) {
   return c.constant(array(v.data(), Shape{static_cast<int32_t>(v.size())}));
 }
 
-// The codes (..., R, K) of packed words w (..., R, K * bits / 32), as int64.
+// The codes (..., R, K) of packed words w (..., R, K * bits / 32), as int64. Code e sits at bit e * bits:
+// in word lo = e * bits / 32, shifted by e * bits % 32, and, where it straddles, in word lo + 1.
 std::string unpack(Context& c, const Tensor& w, int bits) {
-  const int64_t words = w.shape.back();
-  const int64_t k = words * 32 / bits;
-  std::vector<int64_t> lo(k), hi(k), shift(k);
-  for (int64_t e = 0; e < k; ++e) {
-    const int64_t pos = e * bits;
-    lo[e] = pos / 32;
-    hi[e] = std::min(lo[e] + 1, words - 1);
-    shift[e] = pos % 32;
+  std::string lo_v, hi_v, sh;
+  const Dims words = dim_of(c, w, -1);
+  if (words.is_known()) {
+    const int64_t nw = words.known[0];
+    const int64_t k = nw * 32 / bits;
+    std::vector<int64_t> lo(k), hi(k), shift(k);
+    for (int64_t e = 0; e < k; ++e) {
+      const int64_t pos = e * bits;
+      lo[e] = pos / 32;
+      hi[e] = std::min(lo[e] + 1, nw - 1);
+      shift[e] = pos % 32;
+    }
+    lo_v = c.ints(lo);
+    hi_v = c.ints(hi);
+    sh = c.constant(astype(array(shift.data(), Shape{static_cast<int32_t>(k)}), uint64));
+  } else {
+    // The same positions at run time (a shapeless function's words per row are not fixed).
+    std::string nw = scalar_of(c, words);
+    std::string k = c.op("Div", {c.op("Mul", {nw, c.ints({32}, true)}), c.ints({bits}, true)});
+    std::string pos = c.op("Mul", {c.op("Range", {c.ints({0}, true), k, c.ints({1}, true)}), c.ints({bits}, true)});
+    lo_v = c.op("Div", {pos, c.ints({32}, true)});
+    hi_v = c.op("Min", {c.op("Add", {lo_v, c.ints({1}, true)}), c.op("Sub", {nw, c.ints({1}, true)})});
+    sh = c.cast(c.op("Mod", {pos, c.ints({32}, true)}), uint64);
   }
   std::string w64 = c.cast(w.name, uint64);
-  std::string a = c.op("Gather", {w64, c.ints(lo)}, {{"axis", -1}});
-  std::string b = c.op("Gather", {w64, c.ints(hi)}, {{"axis", -1}});
+  std::string a = c.op("Gather", {w64, lo_v}, {{"axis", -1}});
+  std::string b = c.op("Gather", {w64, hi_v}, {{"axis", -1}});
   std::string two = c.op("BitShift", {b, c.constant(astype(array(static_cast<int64_t>(32), int64), uint64))},
                          {{"direction", "LEFT"}});
   std::string both = c.op("BitwiseOr", {a, two});
-  std::string sh = c.constant(astype(array(shift.data(), Shape{static_cast<int32_t>(k)}), uint64));
   std::string v = c.op("BitShift", {both, sh}, {{"direction", "RIGHT"}});
   std::string mask = c.constant(astype(array(static_cast<int64_t>((1 << bits) - 1), int64), uint64));
   return c.cast(c.op("BitwiseAnd", {v, mask}), int64);
 }
 
-// A per-group tensor (..., R, G) repeated to the elements (..., R, G * gs).
-std::string per_element(Context& c, const std::string& v, const Shape& shape, int gs) {
-  std::vector<int64_t> un = dims(shape);
-  un.push_back(1);
-  std::vector<int64_t> big = dims(shape);
-  big.push_back(gs);
-  std::vector<int64_t> flat = dims(shape);
-  flat.back() *= gs;
-  std::string r = c.op("Reshape", {v, c.ints(un)});
-  r = c.op("Expand", {r, c.ints(big)});
-  return c.op("Reshape", {r, c.ints(flat)});
+// A per-group tensor v (..., R, G), of t's shape, repeated to the elements (..., R, G * gs).
+std::string per_element(Context& c, const std::string& v, const Tensor& t, int gs) {
+  std::string r = c.op("Unsqueeze", {v, c.ints({-1})});
+  r = c.op("Expand", {r, value_of(c, cat_dims(c, {dims_of(c, t), fixed_dims({gs})}))});
+  return reshape_to(c, r, cat_dims(c, {dims_of(c, t, 0, -1), dims_op(c, "Mul", dim_of(c, t, -1), fixed_dims({gs}))}));
 }
 
 struct Quant {
@@ -87,15 +96,15 @@ std::string dequantize(Context& c, const Quant& q, const Tensor& w, const Tensor
       std::string s = scales.dtype == float32 ? scales.name : c.cast(scales.name, float32);
       std::string deq = c.op("DequantizeLinear", {codes, s}, {{"axis", w.ndim() - 1}, {"block_size", q.gs}});
       std::string b = per_element(c, biases->dtype == float32 ? biases->name : c.cast(biases->name, float32),
-                                  biases->shape, q.gs);
+                                  *biases, q.gs);
       return c.op("Add", {deq, b});
     }
   }
   std::string codes = unpack(c, w, q.bits);
   if (q.mode == 0) {
-    std::string s = per_element(c, scales.dtype == float32 ? scales.name : c.cast(scales.name, float32), scales.shape, q.gs);
+    std::string s = per_element(c, scales.dtype == float32 ? scales.name : c.cast(scales.name, float32), scales, q.gs);
     std::string b = per_element(c, biases->dtype == float32 ? biases->name : c.cast(biases->name, float32),
-                                biases->shape, q.gs);
+                                *biases, q.gs);
     return c.op("Add", {c.op("Mul", {s, c.cast(codes, float32)}), b});
   }
   std::vector<float> values;
@@ -110,7 +119,7 @@ std::string dequantize(Context& c, const Quant& q, const Tensor& w, const Tensor
     st.push_back(q.mode == 3 ? e4m3(static_cast<uint8_t>(i)) : std::ldexp(1.0f, i - 127));
   }
   std::string sv = c.op("Gather", {table_of(c, st), c.cast(scales.name, int64)}, {{"axis", 0}});
-  return c.op("Mul", {v, per_element(c, sv, scales.shape, q.gs)});
+  return c.op("Mul", {v, per_element(c, sv, scales, q.gs)});
 }
 
 Quant quant_args(Context& c) { return {c.int_arg(0), c.int_arg(1), c.int_arg(2)}; }
@@ -169,14 +178,13 @@ void gather_qmm(Context& c) {
   const Tensor& lhs = c.in.at(affine ? 4 : 3);
   const Tensor& rhs = c.in.at(affine ? 5 : 4);
   std::string w = dequantize(c, q, tw, c.in.at(2), affine ? &c.in.at(3) : nullptr);
-  const int nd = tw.ndim();
-  const int64_t rows = tw.shape[nd - 2], k = tw.shape[nd - 1] * 32 / q.bits;
-  w = c.op("Reshape", {w, c.ints({-1, rows, k})});
+  const Dims rows = dim_of(c, tw, -2), k = dims_op(c, "Div", dims_op(c, "Mul", dim_of(c, tw, -1), fixed_dims({32})),
+                                                    fixed_dims({q.bits}));
+  w = c.op("Reshape", {w, value_of(c, cat_dims(c, {fixed_dims({-1}), rows, k}))});
   if (transpose) w = c.op("Transpose", {w}, {{"perm", std::vector<int64_t>{0, 2, 1}}});
   w = c.op("Gather", {w, c.cast(rhs.name, int64)}, {{"axis", 0}});
-  const int xn = x.ndim();
   std::string xs = x.dtype == float32 ? x.name : c.cast(x.name, float32);
-  xs = c.op("Reshape", {xs, c.ints({-1, x.shape[xn - 2], x.shape[xn - 1]})});
+  xs = c.op("Reshape", {xs, value_of(c, cat_dims(c, {fixed_dims({-1}), dims_of(c, x, -2)}))});
   xs = c.op("Gather", {xs, c.cast(lhs.name, int64)}, {{"axis", 0}});
   store(c, 0, c.op("MatMul", {xs, w}), float32);
 }
@@ -188,10 +196,10 @@ void affine_quantize(Context& c, const Quant& q) {
   const Tensor& w = c.in.at(0);
   if (w.dtype == float64) c.refuse("quantizing float64 (MLX computes it in double)");
   if (32 % q.bits != 0) c.refuse("quantizing to " + std::to_string(q.bits) + " bits (codes that straddle words)");
-  std::vector<int64_t> grouped = dims(w.shape);
-  grouped.back() = w.shape.back() / q.gs;
-  grouped.push_back(q.gs);
-  std::string x = c.op("Reshape", {w.dtype == float32 ? w.name : c.cast(w.name, float32), c.ints(grouped)});
+  const Dims lead = dims_of(c, w, 0, -1), last = dim_of(c, w, -1);
+  const Dims groups = dims_op(c, "Div", last, fixed_dims({q.gs}));
+  std::string x = reshape_to(c, w.dtype == float32 ? w.name : c.cast(w.name, float32),
+                             cat_dims(c, {lead, groups, fixed_dims({q.gs})}));
   // Each group's max and min skip NaN (MLX's std::max / std::min loop keeps the running value when it
   // meets one; an all-NaN group has max -inf and min +inf). ONNX leaves NaN in ReduceMax / ReduceMin
   // unspecified and ONNX Runtime's result depends on where it sits, so NaN is replaced first by the
@@ -216,19 +224,15 @@ void affine_quantize(Context& c, const Quant& q) {
   codes = c.op("Where", {c.op("IsNaN", {codes}), zero, codes});
   // Pack: (..., K / per, per) codes times 2^(bits * j), summed (the bit fields do not overlap).
   const int per = 32 / q.bits;
-  std::vector<int64_t> packed = dims(w.shape);
-  packed.back() = w.shape.back() / per;
-  std::vector<int64_t> split = packed;
-  split.push_back(per);
   std::vector<int64_t> weights(per);
   for (int j = 0; j < per; ++j) weights[j] = int64_t(1) << (q.bits * j);
-  std::string ci = c.op("Reshape", {c.cast(codes, int64), c.ints(split)});
+  std::string ci = reshape_to(c, c.cast(codes, int64),
+                              cat_dims(c, {lead, dims_op(c, "Div", last, fixed_dims({per})), fixed_dims({per})}));
   std::string word = c.op("ReduceSum", {c.op("Mul", {ci, c.ints(weights)}), c.ints({-1})}, {{"keepdims", 0}});
   c.op_to(0, "Cast", {word}, {{"to", onnx_type(uint32)}});
-  std::vector<int64_t> gshape = dims(w.shape);
-  gshape.back() = w.shape.back() / q.gs;
-  store(c, 1, c.op("Reshape", {scale, c.ints(gshape)}), float32);
-  store(c, 2, c.op("Reshape", {bias, c.ints(gshape)}), float32);
+  const Dims gshape = cat_dims(c, {lead, groups});
+  store(c, 1, reshape_to(c, scale, gshape), float32);
+  store(c, 2, reshape_to(c, bias, gshape), float32);
 }
 
 void quantize(Context& c) {
@@ -246,6 +250,7 @@ void quantize(Context& c) {
 
 void register_quantized_onnx(LoweringTable& table) {
   table.add({{"QuantizedMatmul", quantized_matmul}, {"GatherQMM", gather_qmm}, {"Quantize", quantize}});
+  table.polymorphic({"QuantizedMatmul", "GatherQMM", "Quantize"});
 }
 
 }  // namespace kiln::onnx_export

@@ -142,16 +142,37 @@ void dynamic_slice(Context& c) {
   const auto& size = c.ints_arg(1);
   std::string start = c.op("Reshape", {c.cast(c.in.at(1).name, int64), c.ints({-1})});
   std::vector<int64_t> ax, sz;
+  std::vector<Dims> sizes;
   for (auto x : axes) {
     ax.push_back(axis(x, a.ndim()));
     sz.push_back(size.at(axis(x, a.ndim())));
+    sizes.push_back(dim_of(c, a, static_cast<int>(ax.back())));
   }
   // MLX clamps the start so that the window fits.
-  std::vector<int64_t> limit;
-  for (size_t j = 0; j < ax.size(); ++j) limit.push_back(a.shape[ax[j]] - sz[j]);
-  start = c.op("Max", {c.op("Min", {start, c.ints(limit)}), c.ints(std::vector<int64_t>(ax.size(), 0))});
+  const Dims limit = dims_op(c, "Sub", cat_dims(c, sizes), fixed_dims(sz));
+  start = c.op("Max", {c.op("Min", {start, value_of(c, limit)}), c.ints(std::vector<int64_t>(ax.size(), 0))});
   std::string end = c.op("Add", {start, c.ints(sz)});
   c.op_to(0, "Slice", {a.name, start, end, c.ints(ax)});
+}
+
+// The int64 positions (W..., nd) of a window of sizes `window` (nd of them) from 0, each element's index
+// along every axis: a constant when the sizes are known, built with Range at run time otherwise.
+std::string grid_indices(Context& c, const Dims& window, int nd) {
+  if (window.is_known()) {
+    Shape w(window.known.begin(), window.known.end());
+    return c.constant(window_indices(w, std::vector<int64_t>(nd, 0), std::vector<int64_t>(nd, 1)));
+  }
+  const Dims full = cat_dims(c, {window, fixed_dims({1})});
+  std::vector<std::string> cols;
+  for (int d = 0; d < nd; ++d) {
+    std::vector<int64_t> at(nd + 1, 1);
+    at[d] = -1;
+    std::string r = c.op("Range", {c.ints({0}, true), c.op("Squeeze", {c.op("Gather", {window.value, c.ints({d})},
+                                                                           {{"axis", int64_t(0)}}), c.ints({0})}),
+                                   c.ints({1}, true)});
+    cols.push_back(c.op("Expand", {c.op("Reshape", {r, c.ints(at)}), value_of(c, full)}));
+  }
+  return cols.size() == 1 ? cols[0] : c.op("Concat", cols, {{"axis", int64_t(-1)}});
 }
 
 void dynamic_slice_update(Context& c) {
@@ -160,22 +181,24 @@ void dynamic_slice_update(Context& c) {
   const auto& axes = c.ints_arg(0);
   const int nd = src.ndim();
   // The update's window (upd broadcast to src's rank), its indices from 0, then shifted by the start.
-  Shape window = upd.shape;
-  while (static_cast<int>(window.size()) < nd) window.insert(window.begin(), 1);
-  std::string u = c.op("Reshape", {upd.name, c.ints(dims(window))});
+  const Dims window = cat_dims(c, {fixed_dims(std::vector<int64_t>(nd - std::min(nd, upd.ndim()), 1)), dims_of(c, upd)});
+  std::string u = reshape_to(c, upd.name, window);
   std::string start = c.op("Reshape", {c.cast(c.in.at(2).name, int64), c.ints({-1})});
-  std::vector<int64_t> limit;
+  std::vector<Dims> src_sizes, win_sizes;
   for (auto x : axes) {
-    const int64_t d = axis(x, nd);
-    limit.push_back(src.shape[d] - window[d]);
+    const int d = static_cast<int>(axis(x, nd));
+    src_sizes.push_back(dim_of(c, src, d));
+    win_sizes.push_back(window.is_known() ? fixed_dims({window.known[d]})
+                                          : Dims{{}, c.op("Gather", {window.value, c.ints({d})}, {{"axis", int64_t(0)}})});
   }
-  start = c.op("Max", {c.op("Min", {start, c.ints(limit)}), c.ints(std::vector<int64_t>(axes.size(), 0))});
-  std::vector<int64_t> zeros(nd, 0), ones(nd, 1);
+  const Dims limit = dims_op(c, "Sub", cat_dims(c, src_sizes), cat_dims(c, win_sizes));
+  start = c.op("Max", {c.op("Min", {start, value_of(c, limit)}), c.ints(std::vector<int64_t>(axes.size(), 0))});
+  std::vector<int64_t> zeros(nd, 0);
   // offsets[d] = start[j] for d = axes[j], else 0: a ScatterElements into a zero vector.
   std::vector<int64_t> where;
   for (auto x : axes) where.push_back(axis(x, nd));
   std::string offsets = c.op("ScatterElements", {c.ints(zeros), c.ints(where), start}, {{"axis", 0}});
-  std::string idx = c.op("Add", {c.constant(window_indices(window, zeros, ones)), offsets});
+  std::string idx = c.op("Add", {grid_indices(c, window, nd), offsets});
   c.op_to(0, "ScatterND", {src.name, idx, u});
 }
 
@@ -224,8 +247,21 @@ void register_shape_onnx(LoweringTable& table) {
          if (!c.shapeless()) return reshape_to_output(c);
          c.op_to(0, "Reshape", {c.in.at(0).name, c.ints(dims(c.ints_arg(0)))});
        }},
-      {"Flatten", reshape_to_output},
-      {"Unflatten", reshape_to_output},
+      {"Flatten",
+       [](Context& c) {
+         const Tensor& x = c.in.at(0);
+         const int b = c.int_arg(0), e = c.int_arg(1);
+         const Dims shape = cat_dims(c, {dims_of(c, x, 0, b), prod_dims(c, dims_of(c, x, b, e + 1)), dims_of(c, x, e + 1)});
+         c.set_output(0, reshape_to(c, x.name, shape));
+       }},
+      {"Unflatten",
+       [](Context& c) {
+         const Tensor& x = c.in.at(0);
+         const int ax = c.int_arg(0);
+         const Shape& parts = c.ints_arg(1);
+         const Dims shape = cat_dims(c, {dims_of(c, x, 0, ax), fixed_dims(dims(parts)), dims_of(c, x, ax + 1)});
+         c.set_output(0, reshape_to(c, x.name, shape));
+       }},
       {"ExpandDims",
        [](Context& c) {
          const auto& ax = c.ints_arg(0);
@@ -252,7 +288,13 @@ void register_shape_onnx(LoweringTable& table) {
       {"DynamicSliceUpdate", dynamic_slice_update},
       {"Pad", pad},
       {"AsStrided", as_strided},
-      {"Full", [](Context& c) { broadcast_with(c, 0); }},
+      {"Full",
+       [](Context& c) {
+         // Its input is the fill value already broadcast to the output's shape (a shapeless trace
+         // records it so): the recorded shape where it is fixed, the input's own otherwise.
+         if (!c.shapeless()) return broadcast_with(c, 0);
+         store(c, 0, c.in.at(0).name, c.in.at(0).dtype);
+       }},
       {"Arange",
        [](Context& c) {
          // The values kiln's own arange computes, so that they are MLX's to the bit.
@@ -260,8 +302,11 @@ void register_shape_onnx(LoweringTable& table) {
          c.set_output(0, c.constant(a));
        }},
   });
+  // SliceUpdate and Arange read only their state (positions and values fixed by it, as MLX's replay
+  // keeps them).
   table.polymorphic({"Reshape", "ExpandDims", "Squeeze", "Transpose", "Broadcast", "BroadcastAxes", "Contiguous",
-                     "Concatenate"});
+                     "Concatenate", "Flatten", "Unflatten", "Full", "Arange", "SliceUpdate", "DynamicSlice",
+                     "DynamicSliceUpdate"});
 }
 
 }  // namespace kiln::onnx_export

@@ -23,7 +23,8 @@ void sort_like(Context& c, int axis_arg, bool indices) {
   const Dtype t = sort_type(x.dtype);
   std::string v = x.dtype == t ? x.name : c.cast(x.name, t);
   const std::string vals = c.fresh(), idx = c.fresh();
-  c.node("TopK", {v, c.ints({x.shape.at(ax)})}, {vals, idx}, {{"axis", ax}, {"largest", 0}, {"sorted", 1}});
+  c.node("TopK", {v, value_of(c, dim_of(c, x, static_cast<int>(ax)))}, {vals, idx},
+         {{"axis", ax}, {"largest", 0}, {"sorted", 1}});
   if (indices) {
     store(c, 0, idx, int64);
   } else {
@@ -54,6 +55,7 @@ void register_sort_onnx(LoweringTable& table) {
              {"Partition", [](Context& c) { sort_like(c, 1, false); }},
              {"ArgPartition", [](Context& c) { sort_like(c, 1, true); }},
              {"SearchSorted", search_sorted}});
+  table.polymorphic({"Sort", "ArgSort", "Partition", "ArgPartition", "SearchSorted"});
 }
 
 }  // namespace kiln::onnx_export

@@ -258,7 +258,19 @@ def _shapeless_cases():
     def quantized_inputs(n, k, bits):
         return [np.array(a) for a in kiln.quantize(kiln.array(f32(n, k)), group_size=64, bits=bits)]
 
+    def masked_scatter(x, m, v):
+        x[m] = v
+        return x
+
+    def slice_update(x, u):
+        x[1:3] = u  # fixed positions (the state), any number of rows
+        return x
+
     return [
+        ("MaskedScatter", masked_scatter,
+         [[f32(3, 4), rng.random((3, 4)) > 0.5, f32(12)], [f32(5, 4), rng.random((5, 4)) > 0.5, f32(20)],
+          [f32(2, 4), np.zeros((2, 4), np.bool_), f32(0)]]),
+        ("SliceUpdate", slice_update, [[f32(4, 3), f32(2, 3)], [f32(6, 3), f32(2, 3)]]),
         ("Flatten", lambda x: kiln.flatten(x, 1, 2), [[f32(2, 3, 4)], [f32(3, 5, 2)], [f32(1, 1, 7)]]),
         ("Unflatten", lambda x: kiln.unflatten(x, 1, (3, 4)), [[f32(2, 12)], [f32(5, 12)]]),
         ("Gather", lambda x, i: kiln.take(x, i, axis=0), [[f32(5, 3), idx(5, 4)], [f32(9, 3), idx(9, 2, 3)[0]]]),

@@ -19,6 +19,19 @@
 // be strings ("__metadata__": null, which MLX writes when there is none, means none). Errors are
 // std::runtime_error starting "[load_safetensors]" and say what was expected and what was found.
 //
+// .gguf (llama.cpp's model files, versions 2 and 3): a header ("GGUF", version, tensor and metadata
+// counts), metadata key-value pairs, tensor infos (name, dimensions innermost first, ggml type, offset)
+// and the aligned data (general.alignment, default 32). load_gguf reads F32, F16, BF16, F64 and I8 to
+// I64 tensors as arrays of the row-major shape, and Q4_0, Q4_1 and Q8_0 tensors as MLX does, as its
+// affine quantization with groups of 32 (`name` the packed uint32 codes, `name.scales` and
+// `name.biases` float16); other ggml types (the K-quants, ...) are refused naming the type. Metadata:
+// numbers and bools as 0-d arrays, strings as std::string, arrays of numbers as 1-D arrays, arrays of
+// strings as std::vector<std::string>. Every count and length is checked against the bytes left, so
+// a hostile file cannot make kiln allocate more than about its own size; errors are std::runtime_error
+// starting "[load_gguf]" and say what was expected and what was found. save_gguf writes version 3:
+// float32, float16, int8, int16 and int32 tensors (as MLX) and metadata values of at most one
+// dimension, atomically; ".gguf" is appended to `file` when missing.
+//
 // Every save evaluates its arrays and writes them row-major whatever their strides. Saving to a path
 // writes a temporary file beside it and renames it into place: the file is complete or untouched.
 #pragma once
@@ -29,6 +42,8 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <variant>
+#include <vector>
 
 #include "kiln/array.h"
 
@@ -36,6 +51,9 @@ namespace kiln {
 
 using SafetensorsLoad =
     std::pair<std::unordered_map<std::string, array>, std::unordered_map<std::string, std::string>>;
+
+using GGUFMetaData = std::variant<std::monostate, array, std::string, std::vector<std::string>>;
+using GGUFLoad = std::pair<std::unordered_map<std::string, array>, std::unordered_map<std::string, GGUFMetaData>>;
 
 // Write `a` (evaluated first) as a version 1.0 .npy file (2.0 when the header needs it), in logical
 // row-major order whatever its strides. As MLX does, ".npy" is appended to `file` when missing.
@@ -64,5 +82,10 @@ SafetensorsLoad load_safetensors(const std::string& file, StreamOrDevice s = {})
 SafetensorsLoad load_safetensors(std::istream& in, StreamOrDevice s = {});
 // From .safetensors bytes held in memory.
 SafetensorsLoad load_safetensors_bytes(const void* data, size_t nbytes);
+
+// Read / write a .gguf file (see above).
+GGUFLoad load_gguf(const std::string& file, StreamOrDevice s = {});
+void save_gguf(std::string file, std::unordered_map<std::string, array> arrays,
+               std::unordered_map<std::string, GGUFMetaData> metadata = {});
 
 }  // namespace kiln

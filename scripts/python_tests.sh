@@ -21,9 +21,12 @@ rm -rf "$VENV" "$BUILD_DIR/wheel"
 # Real MLX is optional: the tests that compare with it report skipped, with the reason, without it.
 "$VENV/bin/python" -m pip install -q "mlx[cpu]==0.30.1" ||
   echo "[python] mlx[cpu]==0.30.1 could not be installed: the MLX comparison tests will be skipped"
-# The reference safetensors implementation, for the interop test of .safetensors files.
+# The reference safetensors implementation, for the interop test of .safetensors files, and llama.cpp's
+# gguf package (its writer and reference dequantization), for the .gguf tests.
 "$VENV/bin/python" -m pip install -q safetensors ||
   echo "[python] safetensors could not be installed: its interop test will be skipped"
+"$VENV/bin/python" -m pip install -q gguf ||
+  echo "[python] gguf could not be installed: its interop test will be skipped"
 echo "[python] building the wheel (pip wheel .)"
 "$VENV/bin/python" -m pip wheel -q . --no-build-isolation --no-deps -w "$BUILD_DIR/wheel"
 "$VENV/bin/python" -m pip install -q --no-deps "$BUILD_DIR"/wheel/kiln-*.whl

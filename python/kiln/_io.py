@@ -1,10 +1,11 @@
 """Array files, as ``mlx.core``: ``save`` / ``load`` (.npy), ``savez`` / ``savez_compressed`` (.npz),
-``save_safetensors`` (.safetensors), with ``load`` dispatching on the extension or ``format=``.
+``save_safetensors`` (.safetensors), ``save_gguf`` (.gguf), with ``load`` dispatching on the extension or
+``format=``.
 
 Reading checks every file before trusting it: .npy headers and .safetensors headers are validated by
 the C++ readers (see include/kiln/io.h), and .npz members are bounded (see ``NPZ_MAX_MEMBER_BYTES``)
 and must hold exactly the bytes the archive declares. Saving to a path writes a temporary file beside
-it and renames it into place, so a failed save leaves nothing half written. GGUF is not supported.
+it and renames it into place, so a failed save leaves nothing half written.
 """
 
 import os
@@ -211,8 +212,32 @@ def save_safetensors(file, arrays, metadata=None):
 
 
 def save_gguf(file, arrays, metadata=None):
-    """Not supported by kiln: raises NotImplementedError."""
-    raise NotImplementedError("[save_gguf] The GGUF format is not supported by kiln; use save_safetensors.")
+    """Save array(s) to a binary file in ``.gguf`` format (".gguf" appended to a path without it):
+    float32, float16, int8, int16 and int32 arrays; ``metadata`` maps strings to a string, a list of
+    strings or an array of at most one dimension (a 0-d array is a scalar)."""
+    if not _is_path(file):
+        raise TypeError(f"[save_gguf] Expected a path (str or os.PathLike) but found {type(file).__name__}.")
+    if not isinstance(arrays, dict):
+        raise TypeError(f"[save_gguf] Expected a dict of arrays but found {type(arrays).__name__}.")
+    checked = {}
+    for k, v in arrays.items():
+        if not isinstance(k, str):
+            raise TypeError(f"[save_gguf] Expected string names but found {type(k).__name__}.")
+        checked[k] = _as_array(v, "save_gguf", f"the value of {k!r}")
+    meta = {}
+    for k, v in (metadata or {}).items():
+        if not isinstance(k, str):
+            raise TypeError(f"[save_gguf] Expected string metadata keys but found {type(k).__name__}.")
+        if isinstance(v, str):
+            meta[k] = v
+        elif isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v):
+            meta[k] = list(v)
+        elif isinstance(v, array):
+            meta[k] = v
+        else:
+            raise TypeError(f"[save_gguf] Expected the metadata {k!r} to be a str, a list of str or a kiln.array "
+                            f"but found {type(v).__name__}.")
+    _core._io_save_gguf(_path(file), checked, meta)
 
 
 # ---- load ----
@@ -228,11 +253,13 @@ def _read_all(file, api):
 
 
 def load(file, /, format=None, return_metadata=False, *, stream=None):
-    """Load array(s) from a binary file: ``.npy`` gives an array, ``.npz`` and ``.safetensors`` a
-    dict of arrays (with ``return_metadata=True``, ``(arrays, metadata)`` for ``.safetensors``).
+    """Load array(s) from a binary file: ``.npy`` gives an array, ``.npz``, ``.safetensors`` and
+    ``.gguf`` a dict of arrays (with ``return_metadata=True``, ``(arrays, metadata)`` for
+    ``.safetensors`` and ``.gguf``; GGUF's Q4_0, Q4_1 and Q8_0 tensors come as MLX's affine
+    quantization, ``name``, ``name.scales`` and ``name.biases``, group size 32).
 
-    ``format`` ("npy", "npz" or "safetensors") overrides the file's extension; a file object
-    without a ``name`` needs it. GGUF is not supported by kiln.
+    ``format`` ("npy", "npz", "safetensors" or "gguf") overrides the file's extension; a file object
+    without a ``name`` needs it (GGUF is read from paths only).
     """
     if format is None:
         if _is_path(file):
@@ -262,5 +289,8 @@ def load(file, /, format=None, return_metadata=False, *, stream=None):
             return _core._io_load_npy(_path(file))
         return _core._io_load_npy_bytes(_read_all(file, "load"))
     if format == "gguf":
-        raise NotImplementedError("[load] The GGUF format is not supported by kiln; convert the file to .safetensors.")
+        if not _is_path(file):
+            raise ValueError("[load] A .gguf file is read from a path (str or os.PathLike), not a file object")
+        arrays, metadata = _core._io_load_gguf(_path(file))
+        return (arrays, metadata) if return_metadata else arrays
     raise ValueError(f"[load] Unknown file format {format}")

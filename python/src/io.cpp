@@ -192,6 +192,55 @@ void init_io(nb::module_& m) {
         return safetensors_result(std::move(r));
       },
       "data"_a);
+  m.def(
+      "_io_load_gguf",
+      [](const std::string& path) {
+        GGUFLoad r;
+        {
+          nb::gil_scoped_release nogil;
+          r = load_gguf(path);
+        }
+        nb::dict arrays = sorted_dict(std::move(r.first));
+        std::vector<std::string> keys;
+        for (auto& [k, v] : r.second) keys.push_back(k);
+        std::sort(keys.begin(), keys.end());
+        nb::dict metadata;
+        for (auto& k : keys) {
+          GGUFMetaData& v = r.second.at(k);
+          nb::object o = nb::none();
+          if (auto* a = std::get_if<array>(&v)) o = nb::cast(std::move(*a));
+          if (auto* s = std::get_if<std::string>(&v)) o = nb::str(s->data(), s->size());
+          if (auto* ss = std::get_if<std::vector<std::string>>(&v)) {
+            nb::list l;
+            for (auto& x : *ss) l.append(nb::str(x.data(), x.size()));
+            o = l;
+          }
+          metadata[nb::str(k.data(), k.size())] = o;
+        }
+        return nb::make_tuple(arrays, metadata);
+      },
+      "path"_a);
+  m.def(
+      "_io_save_gguf",
+      [](const std::string& path, ArrayMap arrays, nb::dict metadata) {
+        // Values checked by kiln/_io.py: str, a list of str, or a kiln.array.
+        std::unordered_map<std::string, GGUFMetaData> meta;
+        for (auto [k, v] : metadata) {
+          std::string key = nb::cast<std::string>(k);
+          if (nb::isinstance<nb::str>(v)) {
+            meta.emplace(key, nb::cast<std::string>(v));
+          } else if (nb::isinstance<nb::list>(v)) {
+            std::vector<std::string> ss;
+            for (nb::handle x : nb::borrow<nb::list>(v)) ss.push_back(nb::cast<std::string>(x));
+            meta.emplace(key, std::move(ss));
+          } else {
+            meta.emplace(key, nb::cast<array>(v));
+          }
+        }
+        nb::gil_scoped_release nogil;
+        save_gguf(path, std::move(arrays), std::move(meta));
+      },
+      "path"_a, "arrays"_a, "metadata"_a);
 }
 
 }  // namespace kiln::py

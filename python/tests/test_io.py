@@ -167,10 +167,10 @@ def test_load_dispatch_and_errors(tmp_path):
         kiln.load(tmp_path / "a.npy", return_metadata=True)
     with pytest.raises(ValueError, match="without a name: pass format="):
         kiln.load(io.BytesIO(b""))
-    with pytest.raises(NotImplementedError, match="GGUF format is not supported by kiln"):
+    with pytest.raises(ValueError, match=r"\[load_gguf\] Failed to open"):
         kiln.load(tmp_path / "m.gguf")
-    with pytest.raises(NotImplementedError, match="not supported by kiln"):
-        kiln.save_gguf(tmp_path / "m.gguf", {"a": a})
+    with pytest.raises(TypeError, match="Expected a path"):
+        kiln.save_gguf(io.BytesIO(), {"a": a})
     with pytest.raises(RuntimeError, match=r"\[load\] Failed to open"):
         kiln.load(tmp_path / "missing.npy")
     with pytest.raises(RuntimeError, match=r"\[load_safetensors\] Failed to open"):
@@ -420,3 +420,68 @@ def test_hostile_npz(tmp_path, monkeypatch):
     assert csize > 0
     with pytest.raises(ValueError, match="expected the member 'x.npy' to be stored or deflated"):
         load_npz(tmp_path, zip_with([("x.npy", data)], zipfile.ZIP_BZIP2))
+
+
+def test_gguf_round_trip_and_mlx_interop(tmp_path):
+    w = {"f": kiln.array(np.arange(6, dtype=np.float32).reshape(2, 3)), "h": kiln.array(np.array([0.5, -1], np.float16)),
+         "i": kiln.array(np.array([[1, -2]], np.int32)), "b": kiln.array(np.array([-5, 5], np.int8))}
+    meta = {"name": "kiln", "toks": ["a", "bc"], "n": kiln.array(np.uint32(7)), "v": kiln.array(np.array([1.5, 2.5], np.float32))}
+    kiln.save_gguf(tmp_path / "k", w, meta)
+    arrays, got = kiln.load(tmp_path / "k.gguf", return_metadata=True)
+    assert sorted(arrays) == sorted(w)
+    for k in w:
+        assert np.array_equal(np.array(arrays[k]), np.array(w[k])) and arrays[k].dtype == w[k].dtype
+    assert got["name"] == "kiln" and got["toks"] == ["a", "bc"]
+    assert got["n"].shape == () and got["n"].item() == 7
+    assert np.array_equal(np.array(got["v"]), [1.5, 2.5])
+    with pytest.raises(ValueError, match="GGUF tensors are written as"):
+        kiln.save_gguf(tmp_path / "bad.gguf", {"x": kiln.array(np.zeros(2, np.uint8))})
+    with pytest.raises(TypeError, match="a str, a list of str or a kiln.array"):
+        kiln.save_gguf(tmp_path / "bad.gguf", w, {"x": 3})
+    assert not (tmp_path / "bad.gguf").exists()
+    mx = pytest.importorskip("mlx.core")
+    # kiln's file read by MLX, and MLX's by kiln.
+    theirs, tmeta = mx.load(str(tmp_path / "k.gguf"), return_metadata=True)
+    for k in w:
+        assert np.array_equal(np.array(theirs[k]), np.array(w[k]))
+    assert tmeta["name"] == "kiln" and tmeta["toks"] == ["a", "bc"] and tmeta["n"].item() == 7
+    mx.save_gguf(str(tmp_path / "m.gguf"), {"x": mx.array([1.0, 2.0]), "y": mx.array([[3, 4]], dtype=mx.int16)},
+                 {"s": "text", "a": mx.array([1, 2, 3])})
+    mine, mmeta = kiln.load(tmp_path / "m.gguf", return_metadata=True)
+    assert np.array_equal(np.array(mine["x"]), [1.0, 2.0]) and mine["y"].dtype == kiln.int16
+    assert mmeta["s"] == "text" and np.array_equal(np.array(mmeta["a"]), [1, 2, 3])
+
+
+def test_gguf_block_quantized_tensors_match_llama_cpps_reference(tmp_path):
+    # Files written by the gguf package (llama.cpp's own Python writer), read as MLX's affine quantization:
+    # dequantized, they equal gguf's reference dequantization up to the float16 rounding of the scales'
+    # dtype. MLX 0.30.1 reads Q4_0 and Q8_0 to the same arrays; its Q4_1 codes are wrong (error ~5 here).
+    gguf = pytest.importorskip("gguf")
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((4, 64)).astype(np.float32)
+    path = str(tmp_path / "q.gguf")
+    writer = gguf.GGUFWriter(path, "llama")
+    kinds = {"q4_0": gguf.GGMLQuantizationType.Q4_0, "q4_1": gguf.GGMLQuantizationType.Q4_1,
+             "q8_0": gguf.GGMLQuantizationType.Q8_0}
+    for name, t in kinds.items():
+        q = gguf.quants.quantize(w, t)
+        writer.add_tensor(name, q, raw_shape=q.shape, raw_dtype=t)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    mine = kiln.load(path)
+    reader = gguf.GGUFReader(path)
+    for t in reader.tensors:
+        ref = gguf.quants.dequantize(t.data, t.tensor_type).reshape(w.shape)
+        bits = 8 if t.name == "q8_0" else 4
+        deq = kiln.dequantize(mine[t.name], mine[t.name + ".scales"], mine[t.name + ".biases"], group_size=32, bits=bits)
+        np.testing.assert_allclose(np.array(deq).astype(np.float32), ref, rtol=1e-3, atol=1e-3, err_msg=t.name)
+    try:
+        import mlx.core as mx
+    except ImportError:
+        return
+    theirs = mx.load(path)
+    for name in ("q4_0", "q8_0"):
+        for k in (name, name + ".scales", name + ".biases"):
+            assert np.array_equal(np.array(theirs[k]), np.array(mine[k])), k

@@ -27,13 +27,17 @@ rm -rf "$VENV" "$BUILD_DIR/wheel"
   echo "[python] safetensors could not be installed: its interop test will be skipped"
 "$VENV/bin/python" -m pip install -q gguf ||
   echo "[python] gguf could not be installed: its interop test will be skipped"
+# ONNX and ONNX Runtime, for kiln.to_onnx's tests (python/tests/test_onnx.py: converted models run in ORT).
+"$VENV/bin/python" -m pip install -q onnx onnxruntime ||
+  echo "[python] onnx / onnxruntime could not be installed: the ONNX tests will be skipped"
 echo "[python] building the wheel (pip wheel .)"
 "$VENV/bin/python" -m pip wheel -q . --no-build-isolation --no-deps -w "$BUILD_DIR/wheel"
 "$VENV/bin/python" -m pip install -q --no-deps "$BUILD_DIR"/wheel/kiln-*.whl
 ls "$BUILD_DIR"/wheel/
 # Run from outside the source tree so that `import kiln` is the installed wheel.
 VENV_ABS="$(cd "$VENV" && pwd)"
-(cd python/tests && "$VENV_ABS/bin/python" -m pytest -q -p no:cacheprovider ${KILN_PYTEST_ARGS:-} .)
+# -rs: the reason of every skipped test in the summary.
+(cd python/tests && "$VENV_ABS/bin/python" -m pytest -q -rs -p no:cacheprovider ${KILN_PYTEST_ARGS:-} .)
 # The side-by-side benchmark's own logic (case list, medians, tables; no MLX, no timings): bench/compare.py.
 "$VENV_ABS/bin/python" -m pytest -q -p no:cacheprovider bench/test_compare.py
 
@@ -68,10 +72,11 @@ if [ -n "$PY312" ] && [ -n "$PY313" ] && [ "${KILN_SKIP_ABI3:-0}" != 1 ]; then
   "$BUILD_DIR/pyvenv313/bin/python" -m pip install -q --upgrade pip
   "$BUILD_DIR/pyvenv313/bin/python" -m pip install -q pytest numpy "$BUILD_DIR"/wheel-abi3/kiln-*.whl
   "$BUILD_DIR/pyvenv313/bin/python" -m pip install -q safetensors || true
+  "$BUILD_DIR/pyvenv313/bin/python" -m pip install -q gguf onnx onnxruntime || true
   "$BUILD_DIR/pyvenv313/bin/python" -m pip install -q "mlx[cpu]==0.30.1" ||
     echo "[python] mlx[cpu]==0.30.1 could not be installed for 3.13: the MLX comparison tests will be skipped"
   V313="$(cd "$BUILD_DIR/pyvenv313" && pwd)"
-  (cd python/tests && "$V313/bin/python" -m pytest -q -p no:cacheprovider ${KILN_PYTEST_ARGS:-} .)
+  (cd python/tests && "$V313/bin/python" -m pytest -q -rs -p no:cacheprovider ${KILN_PYTEST_ARGS:-} .)
 else
   echo "[python] stable-ABI check skipped: needs python3.12 and python3.13 on PATH"
 fi

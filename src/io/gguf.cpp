@@ -299,6 +299,16 @@ GGUFLoad load_gguf(const std::string& file, StreamOrDevice) {
     infos.push_back(std::move(t));
   }
   const uint64_t data_start = (r.pos + alignment - 1) / alignment * alignment;
+  // Tensors do not share bytes in a GGUF file: their sizes add up to at most the data section, which
+  // bounds what loading allocates by the file's size (overlapping claims could multiply it).
+  uint64_t claimed = 0;
+  for (const auto& t : infos) {
+    claimed += t.bytes;
+    if (data_start > r.size || claimed > r.size - data_start) {
+      r.fail("The tensors claim " + std::to_string(claimed) + " bytes or more, beyond the data section of " +
+             std::to_string(data_start > r.size ? 0 : r.size - data_start) + " bytes");
+    }
+  }
   for (const auto& t : infos) {
     if (t.offset % alignment != 0) {
       r.fail("The tensor " + t.name + "'s offset " + std::to_string(t.offset) + " is not a multiple of the alignment " +

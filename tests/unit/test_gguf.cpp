@@ -236,8 +236,15 @@ TEST(Gguf, HostileFilesFailClearly) {
   EXPECT_THAT(message(huge_string), HasSubstr("cannot fit"));
   EXPECT_THAT(message(one_tensor_file("w", {4}, 14, std::string(64, '\0'))),
               HasSubstr("has the ggml type Q6_K (14), which kiln does not read yet"));
-  EXPECT_THAT(message(one_tensor_file("w", {8}, 0, std::string(16, '\0'))), HasSubstr("runs past the end of the file"));
+  EXPECT_THAT(message(one_tensor_file("w", {8}, 0, std::string(16, '\0'))), HasSubstr("beyond the data section"));
+  EXPECT_THAT(message(one_tensor_file("w", {4}, 0, std::string(8, '\0'), 32)), HasSubstr("runs past the end of the file"));
   EXPECT_THAT(message(one_tensor_file("w", {4}, 0, std::string(32, '\0'), 4)), HasSubstr("is not a multiple of the alignment"));
   EXPECT_THAT(message(one_tensor_file("w", {30}, 2, std::string(64, '\0'))), HasSubstr("a multiple of 32"));
+  // Two tensors claiming the same bytes: refused (loading could otherwise allocate the file's size per tensor).
+  std::string twice = "GGUF" + le<uint32_t>(3) + le<uint64_t>(2) + le<uint64_t>(0);
+  for (const char* n : {"a", "b"}) twice += gstr(n) + le<uint32_t>(1) + le<uint64_t>(8) + le<uint32_t>(0) + le<uint64_t>(0);
+  twice.resize(96, '\0');
+  twice += std::string(32, '\0');
+  EXPECT_THAT(message(twice), HasSubstr("beyond the data section"));
   EXPECT_THROW(mx::load_gguf(scratch("missing.gguf").string()), std::invalid_argument);
 }

@@ -36,6 +36,18 @@ def _as_array(value, api, what):
     raise TypeError(f"[{api}] Expected {what} to be a kiln.array but found {type(value).__name__}.")
 
 
+def _array_dict(arrays, api):
+    """``arrays`` checked to be a dict of string names to kiln.arrays (a copy)."""
+    if not isinstance(arrays, dict):
+        raise TypeError(f"[{api}] Expected a dict of arrays but found {type(arrays).__name__}.")
+    checked = {}
+    for k, v in arrays.items():
+        if not isinstance(k, str):
+            raise TypeError(f"[{api}] Expected string names but found {type(k).__name__}.")
+        checked[k] = _as_array(v, api, f"the value of {k!r}")
+    return checked
+
+
 def _atomic_write(path, write):
     """Run ``write(binary_file)`` on a fresh temporary file beside ``path``, then rename it over ``path``."""
     import secrets  # here, not at module level: `import kiln` stays fast
@@ -196,13 +208,7 @@ def save_safetensors(file, arrays, metadata=None):
         metadata = {}
     if not isinstance(metadata, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
         raise ValueError("[save_safetensors] Metadata must be a dictionary with string keys and values")
-    if not isinstance(arrays, dict):
-        raise TypeError(f"[save_safetensors] Expected a dict of arrays but found {type(arrays).__name__}.")
-    checked = {}
-    for k, v in arrays.items():
-        if not isinstance(k, str):
-            raise TypeError(f"[save_safetensors] Expected string names but found {type(k).__name__}.")
-        checked[k] = _as_array(v, "save_safetensors", f"the value of {k!r}")
+    checked = _array_dict(arrays, "save_safetensors")
     if _is_path(file):
         _core._io_save_safetensors(_path(file), checked, metadata)
     elif hasattr(file, "write"):
@@ -217,13 +223,7 @@ def save_gguf(file, arrays, metadata=None):
     strings or an array of at most one dimension (a 0-d array is a scalar)."""
     if not _is_path(file):
         raise TypeError(f"[save_gguf] Expected a path (str or os.PathLike) but found {type(file).__name__}.")
-    if not isinstance(arrays, dict):
-        raise TypeError(f"[save_gguf] Expected a dict of arrays but found {type(arrays).__name__}.")
-    checked = {}
-    for k, v in arrays.items():
-        if not isinstance(k, str):
-            raise TypeError(f"[save_gguf] Expected string names but found {type(k).__name__}.")
-        checked[k] = _as_array(v, "save_gguf", f"the value of {k!r}")
+    checked = _array_dict(arrays, "save_gguf")
     meta = {}
     for k, v in (metadata or {}).items():
         if not isinstance(k, str):

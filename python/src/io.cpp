@@ -200,13 +200,9 @@ void init_io(nb::module_& m) {
           nb::gil_scoped_release nogil;
           r = load_gguf(path);
         }
-        nb::dict arrays = sorted_dict(std::move(r.first));
-        std::vector<std::string> keys;
-        for (auto& [k, v] : r.second) keys.push_back(k);
-        std::sort(keys.begin(), keys.end());
-        nb::dict metadata;
-        for (auto& k : keys) {
-          GGUFMetaData& v = r.second.at(k);
+        // Metadata values as Python objects: an array, a str or a list of str.
+        std::unordered_map<std::string, nb::object> metadata;
+        for (auto& [k, v] : r.second) {
           nb::object o = nb::none();
           if (auto* a = std::get_if<array>(&v)) o = nb::cast(std::move(*a));
           if (auto* s = std::get_if<std::string>(&v)) o = nb::str(s->data(), s->size());
@@ -215,9 +211,9 @@ void init_io(nb::module_& m) {
             for (auto& x : *ss) l.append(nb::str(x.data(), x.size()));
             o = l;
           }
-          metadata[nb::str(k.data(), k.size())] = o;
+          metadata.emplace(k, std::move(o));
         }
-        return nb::make_tuple(arrays, metadata);
+        return nb::make_tuple(sorted_dict(std::move(r.first)), sorted_dict(std::move(metadata)));
       },
       "path"_a);
   m.def(

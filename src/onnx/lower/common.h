@@ -29,6 +29,9 @@ void store(Context& c, size_t k, const std::string& value, Dtype from);
 // Refuses complex operands: ONNX Runtime has no element-wise kernels for complex64.
 void no_complex(Context& c);
 
+// Sizes (or any int32 vector: strides, pads) as ONNX's int64 values.
+inline std::vector<int64_t> dims(const std::vector<int32_t>& s) { return std::vector<int64_t>(s.begin(), s.end()); }
+
 // Normalizes an axis against `ndim` (MLX's negative axes count from the end).
 inline int64_t axis(int64_t a, int ndim) { return a < 0 ? a + ndim : a; }
 

@@ -9,8 +9,6 @@ namespace kiln::onnx_export {
 
 namespace {
 
-std::vector<int64_t> to64(const std::vector<int32_t>& v) { return std::vector<int64_t>(v.begin(), v.end()); }
-
 void convolution(Context& c) {
   no_complex(c);
   const auto& strides = c.ints_arg(0);
@@ -69,7 +67,7 @@ void convolution(Context& c) {
   }
   if (!ca.empty()) x = c.op("Slice", {x, c.ints(cs), c.ints(ce), c.ints(ca)});
   std::string y = c.op("Conv", {x, w},
-                       {{"strides", to64(strides)}, {"pads", pads}, {"dilations", to64(kdil)},
+                       {{"strides", dims(strides)}, {"pads", pads}, {"dilations", dims(kdil)},
                         {"group", static_cast<int64_t>(groups)}});
   std::vector<int64_t> to_cl{0};
   for (int d = 2; d < n; ++d) to_cl.push_back(d);

@@ -14,8 +14,6 @@ namespace kiln::onnx_export {
 
 namespace {
 
-std::vector<int64_t> dims(const Shape& s) { return std::vector<int64_t>(s.begin(), s.end()); }
-
 std::string f32(Context& c, const Tensor& t) { return t.dtype == float32 ? t.name : c.cast(t.name, float32); }
 
 std::string mean_last(Context& c, const std::string& x) {

@@ -11,8 +11,6 @@ namespace kiln::onnx_export {
 
 namespace {
 
-std::vector<int64_t> dims(const Shape& s) { return std::vector<int64_t>(s.begin(), s.end()); }
-
 std::string part(Context& c, const std::string& z, int k) {
   return c.op("Squeeze", {c.op("Slice", {z, c.ints({k}), c.ints({k + 1}), c.ints({-1})}), c.ints({-1})});
 }

@@ -13,8 +13,6 @@ namespace kiln::onnx_export {
 
 namespace {
 
-std::vector<int64_t> dims(const Shape& s) { return std::vector<int64_t>(s.begin(), s.end()); }
-
 float e4m3(uint8_t c) {
   const float sign = (c & 0x80) ? -1.0f : 1.0f;
   const int e = (c >> 3) & 0xf, m = c & 7;

@@ -11,8 +11,6 @@ namespace kiln::onnx_export {
 
 namespace {
 
-std::vector<int64_t> dims(const Shape& s) { return std::vector<int64_t>(s.begin(), s.end()); }
-
 void reshape_to_output(Context& c) { c.op_to(0, "Reshape", {c.in.at(0).name, c.ints(dims(c.out.at(0).shape))}); }
 
 // The broadcast of two shape vectors of one length (Where, not Max, so that a 0 against a 1 gives 0).

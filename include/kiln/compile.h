@@ -1,10 +1,13 @@
 // compile, with MLX's API (mlx/compile.h). A compiled function traces the function once per input
 // signature (each input's dtype and shape; for a shapeless compile each input's dtype and rank),
 // simplifies the traced tape (scalar constants merged, no-ops dropped, common subexpressions merged:
-// the pass export_function runs), keeps it, and on later calls with that signature replays the kept
-// tape on the new inputs instead of calling the function again. Replay builds the same lazy graph the
-// function would have, minus what simplification removed; element-wise fusion then happens at eval, as
-// for every graph in kiln (src/core/fusion.cpp).
+// the pass export_function runs), fuses groups of element-wise operations into one node each (a
+// `Compiled` primitive, with MLX's rules: see src/transforms/compile_fuse.h), keeps the tape, and on
+// later calls with that signature replays it on the new inputs instead of calling the function again.
+// Replay builds the lazy graph the function would have, minus what simplification removed, with the
+// fused groups as Compiled nodes (kiln/primitives.h); a Compiled node runs its group with the
+// evaluator's element-wise fusion (src/core/fusion.cpp), is differentiated and batched through its
+// members, and is written as its members when traced (export_function, nested compile).
 //
 // As in MLX: the function must be pure (it is not called again for a known signature, so side effects
 // and Python-style control flow on values run once); arrays it captures that are evaluated when it is
@@ -27,7 +30,8 @@ namespace kiln {
 enum class CompileMode {
   disabled,     // compile returns the function itself
   no_simplify,  // trace and replay, without simplification
-  no_fuse,      // as enabled: kiln fuses at eval for every graph, compiled or not (KILN_FUSION=0 turns it off)
+  no_fuse,      // trace, simplify and replay, without Compiled nodes (the evaluator still fuses at eval for
+                // every graph, compiled or not; KILN_FUSION=0 turns that off)
   enabled,
 };
 

@@ -75,7 +75,7 @@ State empty_state(const char* name);
 }  // namespace detail
 
 // X(Class, Base): every registry row except ArgReduce and Reduce (declared below with MLX's
-// constructors). FAST_X: the rows MLX declares in mlx::core::fast.
+// constructors) and Compiled (below, with lib_name()). FAST_X: the rows MLX declares in mlx::core::fast.
 #define KILN_PRIMITIVE_CLASSES(X)                                                                              \
   X(Abs, UnaryPrimitive) X(Add, UnaryPrimitive) X(AddMM, UnaryPrimitive) X(Arange, UnaryPrimitive)           \
   X(ArcCos, UnaryPrimitive) X(ArcCosh, UnaryPrimitive) X(ArcSin, UnaryPrimitive) X(ArcSinh, UnaryPrimitive)  \
@@ -148,6 +148,16 @@ class Reduce : public UnaryPrimitive {
   Reduce(Stream stream, ReduceType type, const std::vector<int>& axes)
       : Reduce(stream, State{static_cast<int32_t>(type), std::vector<int32_t>(axes.begin(), axes.end())}) {}
   ReduceType reduce_type() const { return static_cast<ReduceType>(state().i(0)); }
+};
+
+// compile's fused group of element-wise operations (kiln/compile.h): made only by compile, which keeps
+// the group with the node. lib_name() is MLX's name of the fused kernel: equal for the same operations,
+// wiring and dtypes at any shapes (is_equivalent compares it).
+class Compiled : public Primitive {
+ public:
+  static constexpr const char* row_name = "Compiled";
+  Compiled(Stream stream, State state) : Primitive(detail::primitive_row(row_name), std::move(state), stream) {}
+  const std::string& lib_name() const { return state().get<std::string>(0); }
 };
 
 }  // namespace kiln

@@ -30,6 +30,9 @@ struct Entry {
   // Constant entries: the data (export) or the shared, lazily loaded constant (import).
   array value;
   bool payload = false;  // import: this entry carried the payload (first occurrence in the file)
+  // In memory only, never written: the Node::extra replay gives the node (compile's Compiled entries
+  // carry their fused group here, src/transforms/compile_fuse.cpp).
+  std::shared_ptr<const void> extra;
 };
 
 struct Record {

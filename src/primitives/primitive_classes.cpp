@@ -64,6 +64,7 @@ const std::unordered_map<std::string, Factory>& factories() {
     }
     KILN_FACTORY_ROW(ArgReduce, UnaryPrimitive)
     KILN_FACTORY_ROW(Reduce, UnaryPrimitive)
+    KILN_FACTORY_ROW(Compiled, Primitive)
 #undef KILN_FACTORY_ROW
     return t;
   }();

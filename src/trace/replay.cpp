@@ -4,6 +4,7 @@
 
 #include "format/codec.h"
 #include "format/validate.h"
+#include "primitives/misc/compiled.h"
 #include "primitives/misc/load.h"
 #include "format/compat/quirks.h"
 #include "trace/tape.h"
@@ -39,7 +40,9 @@ std::vector<array> replay(const format::Record& rec, const std::vector<array>& i
             throw std::invalid_argument("[Primitive::output_shapes] " + e.def->display_name(e.state) +
                                         " cannot infer output shapes.");
           }
-          auto inferred = e.def->infer(e.state, specs_of(ins));
+          // A Compiled entry (compile's fused group): its members' rules, not the row's broadcast rule.
+          auto inferred = e.extra ? static_cast<const CompiledTape*>(e.extra.get())->output_specs(specs_of(ins))
+                                  : e.def->infer(e.state, specs_of(ins));
           if (inferred.size() != specs.size()) {
             throw std::invalid_argument("[import_function::call] " + e.def->name + " inferred " +
                                         std::to_string(inferred.size()) + " outputs but the file records " +
@@ -49,6 +52,7 @@ std::vector<array> replay(const format::Record& rec, const std::vector<array>& i
           if (limits) call_specs.back() = specs;
         }
         auto outs = make_arrays(*e.def, e.state, ins, std::move(specs), cpu);
+        if (e.extra) outs[0].node()->extra = e.extra;
         if (quirks_of) quirks::mark(outs, quirks_of[0], quirks_of[1], quirks_of[2], e.stream.device_type);
         for (size_t k = 0; k < outs.size(); ++k) values.emplace(e.out_ids[k], std::move(outs[k]));
         break;

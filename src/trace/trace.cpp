@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "primitives/misc/compiled.h"
 #include "primitives/misc/load.h"
 #include "core/mode.h"
 #include "trace/tape.h"
@@ -120,6 +121,10 @@ class TapeBuilder {
       emit_leaf(c);
       return;
     }
+    if (node->def == &compiled_def()) {
+      emit_compiled(a);
+      return;
+    }
     Entry e;
     e.kind = Entry::Kind::Primitive;
     e.def = node->def;
@@ -142,6 +147,46 @@ class TapeBuilder {
     }
     e.id = ids_of_.at(a.desc_ptr().get());
     rec_.tape.push_back(std::move(e));
+  }
+
+  // compile's fused group: its members, each an entry of its own (no record holds a Compiled node).
+  void emit_compiled(const array& a) {
+    const auto& node = a.node();
+    const CompiledTape& tape = compiled_tape(*node);
+    std::vector<uint64_t> step_ids;
+    std::vector<ArraySpec> step_specs;
+    step_ids.reserve(tape.steps.size());
+    for (const auto& s : tape.steps) {
+      Entry e;
+      e.kind = Entry::Kind::Primitive;
+      e.def = s.def;
+      e.state = s.state;
+      e.stream = format::stream_info(node->stream);
+      std::vector<ArraySpec> in_specs;
+      for (int k : s.args) {
+        if (k >= 0) {
+          e.inputs.push_back(step_ids.at(static_cast<size_t>(k)));
+          in_specs.push_back(step_specs.at(static_cast<size_t>(k)));
+        } else {
+          const array& in = node->inputs.at(static_cast<size_t>(~k));
+          e.inputs.push_back(id_of(in));
+          in_specs.push_back({in.shape(), in.dtype()});
+        }
+      }
+      ArraySpec spec = s.spec;
+      if (tape.shapeless) spec.shape = s.def->infer(s.state, in_specs).at(0).shape;
+      e.specs = {spec};
+      e.id = ids_();
+      e.out_ids = {e.id};
+      step_ids.push_back(e.id);
+      step_specs.push_back(spec);
+      rec_.tape.push_back(std::move(e));
+    }
+    std::vector<array> outs = node->specs.size() == 1 ? std::vector<array>{a} : a.outputs();
+    for (size_t i = 0; i < outs.size(); ++i) {
+      ids_of_.emplace(outs[i].desc_ptr().get(), step_ids.at(static_cast<size_t>(tape.outputs.at(i))));
+      if (outs.size() > 1) keep_.push_back(outs[i]);
+    }
   }
 
   Record& rec_;

@@ -1,6 +1,6 @@
 // compile (kiln/compile.h): trace once per input signature with src/trace's tracer, simplify with
-// its simplify(), keep the record, and replay it with src/trace's replay, the machinery that runs
-// imported functions. A compiled function is a closure over a shared cache, so copies of it share
+// its simplify(), fuse element-wise groups into Compiled nodes (compile_fuse.h), keep the record, and
+// replay it with src/trace's replay, the machinery that runs imported functions. A compiled function is a closure over a shared cache, so copies of it share
 // the traces.
 #include "kiln/compile.h"
 
@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "trace/tape.h"
+#include "transforms/compile_fuse.h"
 
 namespace kiln {
 
@@ -72,6 +73,7 @@ struct Cache {
     };
     t->rec = detail::trace_function(wrapped, inputs, {}, shapeless, ids, t->constants);
     if (mode != CompileMode::no_simplify) detail::simplify(t->rec);
+    if (mode != CompileMode::no_fuse) detail::fuse_compiled(t->rec, shapeless);
     g_traces.fetch_add(1, std::memory_order_relaxed);
     traces.emplace(std::move(key), t);
     return t;

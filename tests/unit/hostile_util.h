@@ -13,22 +13,12 @@
 #include "format/record.h"
 #include "kiln/export.h"
 #include "test_export_util.h"
+#include "test_util.h"
 #include "trace/tape.h"
 
 namespace kiln_test {
 
-// Sanitizer builds run 10-30x slower: tests that scale a structure use a smaller one there.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-inline constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-inline constexpr bool kSanitized = true;
-#else
-inline constexpr bool kSanitized = false;
-#endif
-#else
-inline constexpr bool kSanitized = false;
-#endif
+using test_util::kSanitized;
 
 class FileBuilder {
  public:

@@ -473,6 +473,15 @@ std::vector<Case> build() {
                  return f(x);
                },
                {rnd({2, 3}, -1, 1, mx::float32), rnd({2, 3}, -1, 1, mx::float32)}, 1e-2});
+  c.push_back({"Compiled", "compile's fused group, through its members",
+               [](const A& x) {
+                 static const auto f = mx::compile([](const A& in) {
+                   return A{mx::sin(in[0]) * in[1] + mx::exp(in[1] * in[0]), mx::square(in[0])};
+                 });
+                 return f(x);
+               },
+               // float32: MLX's CPU kernels of sin and exp compute float64 at float32 precision.
+               {rnd({2, 3}, -1, 1, mx::float32), rnd({2, 3}, -1, 1, mx::float32)}, 1e-2});
   return c;
 }
 

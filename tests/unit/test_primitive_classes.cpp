@@ -24,6 +24,7 @@ TEST(PrimitiveClasses, EveryRowHasItsClassAndEveryClassItsRow) {
 #undef KILN_TEST_NAME
   classes.insert(mx::ArgReduce::row_name);
   classes.insert(mx::Reduce::row_name);
+  classes.insert(mx::Compiled::row_name);
   std::set<std::string> rows;
   for (auto* def : mx::registry::all()) rows.insert(def->name);
   EXPECT_EQ(classes, rows);

@@ -50,6 +50,8 @@ const std::map<std::string, std::string> kExcluded = {
     {"CustomKernel", "cannot run on the CPU by design (raises naming the kernel)"},
     // custom_function's node (autodiff): created only by kiln::custom_function (tests: test_autodiff).
     {"CustomTransforms", "created only by custom_function / custom_vjp / checkpoint"},
+    // compile's fused group: created only by compile (tests: test_compile_fuse, bit-identical to unfused).
+    {"Compiled", "created only by compile's fusion of element-wise groups"},
 };
 
 // Primitives that cannot receive an empty array or a strided input, and why.

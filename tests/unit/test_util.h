@@ -18,6 +18,19 @@ namespace test_util {
 
 namespace mx = kiln;
 
+// Sanitizer builds run 10-30x slower: tests that scale a structure use a smaller one there.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
 // Every element of `a` (any strides) in row-major order, converted to T.
 template <typename T>
 std::vector<T> vals(mx::array a) {

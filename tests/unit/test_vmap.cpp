@@ -348,6 +348,13 @@ std::vector<Case> cases() {
   cs.push_back({"CustomTransforms", {f(kS), f(kS)}, [=](const std::vector<array>& x) {
                   return custom_function(body, cvjp, std::nullopt, cvmap)(x);
                 }});
+  // compile's fused group: batched through its members.
+  cs.push_back({"Compiled", {f(kS), f(kS)}, [](const std::vector<array>& x) {
+                  static const auto cf = compile([](const std::vector<array>& in) {
+                    return std::vector<array>{tanh(in[0]) * in[1] - square(in[0]), abs(in[1])};
+                  });
+                  return cf(x);
+                }});
   return cs;
 }
 

@@ -1,6 +1,6 @@
 // Rows of the misc family: graph utility primitives (Depends: n real inputs followed by m dependencies;
 // n outputs that are the real inputs, evaluated after the dependencies), and the family's register_misc,
-// which also registers CustomKernel (custom.cpp) and Load (load.cpp). The kernels are in
+// which also registers CustomKernel (custom.cpp), Load (load.cpp) and Compiled (compiled.cpp). The kernels are in
 // src/backend/cpu/kernels/misc/.
 #include <stdexcept>
 
@@ -32,6 +32,7 @@ namespace primitives {
 // The family's other rows, in registry order around Depends.
 void register_custom();  // custom.cpp
 void register_load();    // load.cpp
+void register_compiled();  // compiled.cpp
 
 void register_misc() {
   register_custom();
@@ -44,6 +45,7 @@ void register_misc() {
   registry::define(detail::row("CustomTransforms", {1, -1}, {}, nullptr,
                                {.num_outputs = -1, .flags = kNoCSE | kNotSerializable | kNoOp,
                                 .shapeless = false}));
+  register_compiled();
 }
 }  // namespace primitives
 

@@ -1,7 +1,9 @@
 // Derivative rules of the misc rows (autodiff_rules.h): Depends forwards its real inputs (the
-// dependencies get zeros); a custom kernel and a file's constant have none.
+// dependencies get zeros); compile's fused group is differentiated through its members (the fallback);
+// a custom kernel and a file's constant have none.
 #include "kiln/ops.h"
 #include "primitives/autodiff_rules.h"
+#include "primitives/misc/compiled.h"
 
 namespace kiln {
 
@@ -82,12 +84,18 @@ Arrays custom_jvp(const Application& app, const Arrays& tan, const Ints& argnums
   return out;
 }
 
+// Compiled: the fused group's members, whose own rules the machinery applies.
+Arrays compiled_fallback(const Application& app, const Arrays& inputs) {
+  return detail::compiled_tape(app.node).run(inputs, app.node.stream);
+}
+
 }  // namespace
 
 namespace primitives {
 void register_misc_grad(RuleTable& t) {
   t.add("Depends", depends_vjp, depends_jvp);
   t.add("CustomTransforms", custom_vjp, custom_jvp);
+  t.add("Compiled", nullptr, nullptr, compiled_fallback);
   t.none("CustomKernel", "user kernel source; MLX 0.30.1's CustomKernel has no vjp or jvp");
   t.none("Load", "a file's constant (no inputs); kiln only, MLX has no such primitive");
 }

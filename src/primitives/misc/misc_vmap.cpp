@@ -1,8 +1,11 @@
 // Batching rules of the misc family (vmap_rules.h). Depends passes its first inputs through: they keep
 // their batch axes. CustomTransforms (custom_function) runs the user's batching rule, or vmap of the
-// function itself when none was given, on its arguments. CustomKernel and Load are declared without rules.
+// function itself when none was given, on its arguments. Compiled (compile's fused group) batches its
+// members. CustomKernel and Load are declared without rules.
 #include "kiln/ops/misc.h"
+#include "kiln/vmap.h"
 #include "primitives/autodiff_rules.h"
+#include "primitives/misc/compiled.h"
 #include "primitives/vmap_rules.h"
 
 namespace kiln::vmap_rules {
@@ -38,11 +41,22 @@ Result custom_rule(const Args& a) {
   return {outs, out_axes};
 }
 
+// Compiled: vmap of the fused group's members (each by its own rule), every output at axis 0.
+Result compiled_rule(const Args& a) {
+  auto tape = std::static_pointer_cast<const detail::CompiledTape>(a.node.extra);
+  detail::compiled_tape(a.node);  // throws for a node without a tape
+  const Stream s = a.node.stream;
+  auto members = [tape, s](const std::vector<array>& xs) { return tape->run(xs, s); };
+  std::vector<int> out_axes(a.node.specs.size(), 0);
+  return {vmap(members, a.axes, out_axes)(a.inputs), out_axes};
+}
+
 }  // namespace
 
 void register_vmap_misc(RuleTable& t) {
   t.add("Depends", depends_rule);
   t.add("CustomTransforms", custom_rule);
+  t.add("Compiled", compiled_rule);
   t.none("CustomKernel",
          "a custom kernel's source is opaque to kiln, so no batching rule can be derived for it (call it on "
          "batched inputs instead).");

@@ -1,5 +1,5 @@
-// CPU kernels of the misc family: Depends (here), CustomKernel (custom.cpp) and Load (load.cpp); the rows
-// are in src/primitives/misc/.
+// CPU kernels of the misc family: Depends (here), CustomKernel (custom.cpp), Load (load.cpp) and Compiled
+// (compiled.cpp); the rows are in src/primitives/misc/.
 #include <stdexcept>
 #include <string>
 
@@ -48,12 +48,14 @@ namespace cpu {
 // The family's other kernel files.
 void register_cpu_custom(detail::KernelTable& table);  // custom.cpp
 void register_cpu_load(detail::KernelTable& table);    // load.cpp
+void register_cpu_compiled(detail::KernelTable& table);  // compiled.cpp
 
 void register_cpu_misc(detail::KernelTable& table) {
   register_cpu_custom(table);
   table.add("Depends", depends_cpu);
   table.add("CustomTransforms", custom_transforms_cpu);
   register_cpu_load(table);
+  register_cpu_compiled(table);
 }
 }  // namespace cpu
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kiln/dtype.h"
+#include "kiln/memory.h"
 
 namespace kiln {
 
@@ -149,6 +150,9 @@ class array {
   // The caller's row-major buffer of `shape`'s elements, used without copying; `deleter(data)` runs
   // once, when the last array (or view) using the buffer is gone.
   array(void* data, Shape shape, Dtype dtype, const std::function<void(void*)>& deleter);
+  // MLX's form: a buffer from allocator::malloc (at least `shape`'s elements), `deleter(buffer)` run once
+  // when the last array using it is gone (it usually calls allocator::free).
+  array(allocator::Buffer data, Shape shape, Dtype dtype, const std::function<void(allocator::Buffer)>& deleter);
   // Wrap an existing buffer without copying (row-major, `offset` elements into the buffer).
   array(std::shared_ptr<detail::Data> data, Shape shape, Dtype dtype, int64_t offset = 0);
   // An unevaluated output of `node` (used by primitives).

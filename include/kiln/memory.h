@@ -48,4 +48,26 @@ void clear_cache();
 // without a GPU, the limit has no effect and the previous limit reported is always 0.
 size_t set_wired_limit(size_t limit);
 
+// MLX's allocator interface (mlx/allocator.h), for code that hands kiln a buffer it filled itself:
+// allocator::malloc gives a block of kiln's array allocator (counted and cached as above), which
+// array(Buffer, shape, dtype, deleter) (kiln/array.h) uses without copying; allocator::free returns it.
+namespace allocator {
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(void* ptr, size_t size) : ptr_(ptr), size_(size) {}
+  void* raw_ptr() const { return ptr_; }
+  const void* ptr() const { return ptr_; }
+  size_t size() const { return size_; }  // the bytes asked for
+
+ private:
+  void* ptr_ = nullptr;
+  size_t size_ = 0;
+};
+// Throws std::bad_alloc when the system has no memory for it.
+Buffer malloc(size_t size);
+// Frees a block from allocator::malloc (a default-constructed Buffer is ignored).
+void free(Buffer buffer);
+}  // namespace allocator
+
 }  // namespace kiln

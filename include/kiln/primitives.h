@@ -152,7 +152,7 @@ class Reduce : public UnaryPrimitive {
 
 // compile's fused group of element-wise operations (kiln/compile.h): made only by compile, which keeps
 // the group with the node. lib_name() is MLX's name of the fused kernel: equal for the same operations,
-// wiring and dtypes at any shapes (is_equivalent compares it).
+// wiring and dtypes at any shapes (is_equivalent also compares the broadcasts' shapes).
 class Compiled : public Primitive {
  public:
   static constexpr const char* row_name = "Compiled";

@@ -265,6 +265,13 @@ void buffer_free(void* ptr, size_t nbytes) noexcept {
 }  // namespace detail
 
 size_t get_active_memory() { return detail::cache().active(); }
+
+namespace allocator {
+Buffer malloc(size_t size) { return Buffer(detail::buffer_malloc(size), size); }
+void free(Buffer buffer) {
+  if (buffer.raw_ptr()) detail::buffer_free(buffer.raw_ptr(), buffer.size());
+}
+}  // namespace allocator
 size_t get_peak_memory() { return detail::cache().peak(); }
 void reset_peak_memory() { detail::cache().reset_peak(); }
 size_t get_cache_memory() { return detail::cache().cached(); }

@@ -106,6 +106,28 @@ array::array(void* data, Shape shape, Dtype dtype, const std::function<void(void
   desc_->data = std::move(d);
 }
 
+namespace {
+// The buffer's pointer, once it is known to hold `shape`'s elements (before any array owns it, so a
+// refused buffer stays the caller's).
+void* checked_buffer(const allocator::Buffer& b, const Shape& shape, Dtype dtype) {
+  size_t n = dtype.size;
+  for (auto d : shape) {
+    if (d < 0) throw std::invalid_argument("[array] Shape dimensions must be non-negative.");
+    n *= static_cast<size_t>(d);
+  }
+  if (n > b.size()) {
+    throw std::invalid_argument("[array] The buffer holds " + std::to_string(b.size()) + " bytes; the array needs " +
+                                std::to_string(n) + ".");
+  }
+  return b.raw_ptr();
+}
+}  // namespace
+
+array::array(allocator::Buffer data, Shape shape, Dtype dtype, const std::function<void(allocator::Buffer)>& deleter)
+    : array(checked_buffer(data, shape, dtype), shape, dtype, [data, deleter](void*) {
+        if (deleter) deleter(data);
+      }) {}
+
 array::array(Shape shape, Dtype dtype, std::shared_ptr<Node> node, uint32_t out_index)
     : desc_(std::make_shared<detail::ArrayDesc>(std::move(shape), dtype)) {
   desc_->node = std::move(node);

@@ -164,7 +164,7 @@ class Fuser {
     c.def = &compiled_def();
     c.id = rec_.tape[i].out_ids[0];
     c.stream = rec_.tape[i].stream;
-    c.state = State{tape->name(), static_cast<int32_t>(c.out_ids.size())};
+    c.state = tape->state();
     c.extra = std::move(tape);
     return c;
   }

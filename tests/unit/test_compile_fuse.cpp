@@ -252,6 +252,12 @@ TEST(CompileFuse, LibNameAndEquivalence) {
   EXPECT_TRUE(a.primitive().is_equivalent(b.primitive()));
   EXPECT_FALSE(a.primitive().is_equivalent(c.primitive()));
   EXPECT_STREQ(a.primitive().name(), "Compiled");
+  // gelu's scalars are broadcast to the input's shape: the name still does not depend on it.
+  auto g1 = mx::compile(gelu)({mx::array({2.0f, -2.0f})})[0];
+  auto g2 = mx::compile(gelu)({mx::reshape(mx::astype(mx::arange(10), mx::float32), {2, 5})})[0];
+  ASSERT_TRUE(is_compiled(g1) && is_compiled(g2));
+  EXPECT_EQ(name(g1), name(g2));
+  EXPECT_FALSE(g1.primitive().is_equivalent(g2.primitive()));  // other broadcast shapes
 }
 
 TEST(CompileFuse, GradVjpJvpAndVmapGoThroughTheMembers) {
@@ -323,7 +329,7 @@ TEST(CompileFuse, ShapelessCompileFusesAndRunsAtOtherShapes) {
 
 TEST(CompileFuse, ACompiledNodeWithoutAGroupIsRefused) {
   auto x = mx::array({1.0f});
-  auto p = std::make_shared<mx::Compiled>(mx::default_stream(mx::Device::cpu), mx::State{std::string("x"), int32_t{1}});
+  auto p = std::make_shared<mx::Compiled>(mx::default_stream(mx::Device::cpu), mx::State{std::string("x"), int32_t{1}, std::string("x")});
   auto bad = mx::array::make_arrays({{1}}, {mx::float32}, p, {x})[0];
   EXPECT_THAT(test_util::message_of([&] { bad.eval(); }), HasSubstr("[Compiled] The node has no fused group"));
   // Exporting a graph that holds it names the problem too.

@@ -276,3 +276,46 @@ TEST(Memory, ResultsAreTheSameWithAndWithoutTheCache) {
   EXPECT_TRUE(off == on2);
   EXPECT_TRUE(off3 == on3);
 }
+
+// MLX's allocator interface: a block from allocator::malloc, filled by the caller, used in place by an
+// array; the deleter runs once, after the last array using it is gone, and frees it.
+TEST(Memory, AllocatorBufferBecomesAnArrayWithoutACopy) {
+  MemoryState s;
+  const size_t active0 = mx::get_active_memory();
+  int deleted = 0;
+  {
+    mx::allocator::Buffer buf = mx::allocator::malloc(3 * kMiB);
+    EXPECT_EQ(buf.size(), 3 * kMiB);
+    EXPECT_EQ(mx::get_active_memory(), active0 + 3 * kMiB);
+    auto* f = static_cast<float*>(buf.raw_ptr());
+    for (int i = 0; i < 4; ++i) f[i] = 2.0f + static_cast<float>(i);
+    float* seen = nullptr;
+    auto deleter = [&](mx::allocator::Buffer b) {
+      seen = static_cast<float*>(b.raw_ptr());
+      ++deleted;
+      mx::allocator::free(b);
+    };
+    {
+      mx::array b(buf, {2, 2}, mx::float32, deleter);
+      EXPECT_EQ(b.data<float>(), f);  // no copy
+      auto sum = mx::ones({2, 2}) + b;
+      EXPECT_TRUE(mx::array_equal(sum, mx::array({3.0f, 4.0f, 5.0f, 6.0f}, {2, 2})).item<bool>());
+      auto view = mx::slice(b, {1, 0}, {2, 2});
+      view.eval();
+      b = mx::array(0.0f);
+      EXPECT_EQ(deleted, 0);  // the view still uses the buffer
+      EXPECT_EQ(view.data<float>()[0], 4.0f);
+    }
+    EXPECT_EQ(deleted, 1);
+    EXPECT_EQ(seen, f);
+  }
+  EXPECT_EQ(mx::get_active_memory(), active0);
+  // A buffer smaller than the array is refused, and its deleter is not called.
+  mx::allocator::Buffer small = mx::allocator::malloc(8);
+  int small_deleted = 0;
+  EXPECT_THROW(mx::array(small, {2, 2}, mx::float32, [&](mx::allocator::Buffer) { ++small_deleted; }),
+               std::invalid_argument);
+  EXPECT_EQ(small_deleted, 0);
+  mx::allocator::free(small);
+  mx::allocator::free(mx::allocator::Buffer{});  // ignored
+}

@@ -113,7 +113,7 @@ std::vector<ArraySpec> CompiledTape::output_specs(const std::vector<ArraySpec>& 
   return out;
 }
 
-std::string CompiledTape::name() const {
+std::string CompiledTape::name(bool shapes) const {
   std::ostringstream os;
   os << "Compiled";
   for (const Step& s : steps) os << '_' << s.def->display_name(s.state);
@@ -122,6 +122,7 @@ std::string CompiledTape::name() const {
     const Step& s = steps[k];
     os << 's' << k << '=' << s.def->name << '{';
     for (auto& v : s.state.values) {
+      if (!shapes && s.def->name == "Broadcast") break;
       put_value(os, v);
       os << ';';
     }
@@ -134,11 +135,13 @@ std::string CompiledTape::name() const {
   return os.str();
 }
 
+State CompiledTape::state() const { return State{name(false), static_cast<int32_t>(outputs.size()), name(true)}; }
+
 std::vector<array> make_compiled(std::shared_ptr<const CompiledTape> tape, std::vector<array> inputs,
                                  const Stream& stream) {
   std::vector<ArraySpec> specs = tape->output_specs(specs_of(inputs));
   std::vector<array> outs =
-      make_arrays(compiled_def(), State{tape->name(), static_cast<int32_t>(specs.size())}, std::move(inputs),
+      make_arrays(compiled_def(), tape->state(), std::move(inputs),
                   std::move(specs), stream);
   outs[0].node()->extra = std::move(tape);
   return outs;
@@ -147,10 +150,10 @@ std::vector<array> make_compiled(std::shared_ptr<const CompiledTape> tape, std::
 }  // namespace kiln::detail
 
 namespace kiln::primitives {
-// compile's fused group (compiled.h). State: MLX's lib_name (the group's steps, so equal names are
-// equivalent nodes) and the output count. Not in MLX's serializer table: the tracer writes the members.
+// compile's fused group (compiled.h). State: MLX's lib_name, the output count, and the group's full
+// description (broadcast shapes included: equal states are equivalent nodes). Not in MLX's serializer table: the tracer writes the members.
 void register_compiled() {
-  registry::define(detail::row("Compiled", {1, -1}, {{"lib_name", FieldType::String}, {"num_outputs", FieldType::Int}},
+  registry::define(detail::row("Compiled", {1, -1}, {{"lib_name", FieldType::String}, {"num_outputs", FieldType::Int}, {"key", FieldType::String}},
                                detail::compiled_infer, {.num_outputs = -1, .flags = kNotSerializable}));
 }
 }  // namespace kiln::primitives

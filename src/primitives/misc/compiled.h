@@ -35,8 +35,11 @@ struct CompiledTape {
   std::vector<array> run(const std::vector<array>& inputs, const Stream& stream) const;
   // The outputs' shapes and dtypes for inputs of `inputs`' specs (shapeless: each step's rule).
   std::vector<ArraySpec> output_specs(const std::vector<ArraySpec>& inputs) const;
-  // MLX's lib_name: the same for the same steps, states, wiring and dtypes, whatever the shapes.
-  std::string name() const;
+  // MLX's lib_name: the same for the same steps, states, wiring and dtypes, whatever the shapes (a
+  // Broadcast step's target shape is left out); with `shapes`, the broadcasts' shapes too.
+  std::string name(bool shapes = false) const;
+  // The node's state: lib_name, the output count, and name(true) (so equal states are equivalent nodes).
+  State state() const;
 };
 
 const PrimitiveDef& compiled_def();

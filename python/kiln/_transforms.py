@@ -472,7 +472,8 @@ def _clear_compile_caches():
 
 def compile(fun, inputs=None, outputs=None, shapeless=False):
     """`fun` compiled: traced once per input signature (shapes and dtypes, or only dtypes and ranks when
-    `shapeless`, plus the values of non-array arguments), simplified, and replayed on later calls.
+    `shapeless`, plus the values of non-array arguments), simplified, its element-wise groups fused into
+    `Compiled` nodes (MLX's rules), and replayed on later calls.
     `inputs` names implicit inputs (a tree of arrays the function reads without taking them as
     arguments, e.g. a model's parameters): they are read at every call. `outputs` names implicit
     outputs (a tree of lists and dicts the function writes new arrays into, e.g. an optimizer's state,

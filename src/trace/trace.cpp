@@ -153,33 +153,23 @@ class TapeBuilder {
   void emit_compiled(const array& a) {
     const auto& node = a.node();
     const CompiledTape& tape = compiled_tape(*node);
+    const std::vector<ArraySpec> specs = tape.step_specs(specs_of(node->inputs));
     std::vector<uint64_t> step_ids;
-    std::vector<ArraySpec> step_specs;
     step_ids.reserve(tape.steps.size());
-    for (const auto& s : tape.steps) {
+    for (size_t i = 0; i < tape.steps.size(); ++i) {
+      const auto& s = tape.steps[i];
       Entry e;
       e.kind = Entry::Kind::Primitive;
       e.def = s.def;
       e.state = s.state;
       e.stream = format::stream_info(node->stream);
-      std::vector<ArraySpec> in_specs;
       for (int k : s.args) {
-        if (k >= 0) {
-          e.inputs.push_back(step_ids.at(static_cast<size_t>(k)));
-          in_specs.push_back(step_specs.at(static_cast<size_t>(k)));
-        } else {
-          const array& in = node->inputs.at(static_cast<size_t>(~k));
-          e.inputs.push_back(id_of(in));
-          in_specs.push_back({in.shape(), in.dtype()});
-        }
+        e.inputs.push_back(k >= 0 ? step_ids.at(static_cast<size_t>(k)) : id_of(node->inputs.at(static_cast<size_t>(~k))));
       }
-      ArraySpec spec = s.spec;
-      if (tape.shapeless) spec.shape = s.def->infer(s.state, in_specs).at(0).shape;
-      e.specs = {spec};
+      e.specs = {specs[i]};
       e.id = ids_();
       e.out_ids = {e.id};
       step_ids.push_back(e.id);
-      step_specs.push_back(spec);
       rec_.tape.push_back(std::move(e));
     }
     std::vector<array> outs = node->specs.size() == 1 ? std::vector<array>{a} : a.outputs();

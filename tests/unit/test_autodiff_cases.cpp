@@ -555,15 +555,7 @@ const std::vector<std::pair<std::string, std::string>>& dedicated() {
 
 std::vector<std::string> rows_in(const std::vector<mx::array>& outs) {
   std::vector<std::string> names;
-  std::unordered_set<const mx::Node*> seen;
-  std::vector<mx::array> stack(outs.begin(), outs.end());
-  while (!stack.empty()) {
-    mx::array a = stack.back();
-    stack.pop_back();
-    if (!a.has_primitive() || !seen.insert(a.node().get()).second) continue;
-    names.push_back(a.node()->def->name);
-    for (auto& in : a.inputs()) stack.push_back(in);
-  }
+  test_util::for_each_node(outs, [&](const mx::array& a) { names.push_back(a.node()->def->name); });
   return names;
 }
 

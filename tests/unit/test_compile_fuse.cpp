@@ -29,15 +29,7 @@ bool is_compiled(const mx::array& a) { return a.has_primitive() && typeid(a.prim
 // The rows of the nodes of `outs`' graph, once per node.
 std::multiset<std::string> rows_of(const Arrays& outs) {
   std::multiset<std::string> rows;
-  std::vector<mx::array> stack(outs.begin(), outs.end());
-  std::set<const mx::Node*> seen;
-  while (!stack.empty()) {
-    mx::array a = stack.back();
-    stack.pop_back();
-    if (!a.has_primitive() || !seen.insert(a.node().get()).second) continue;
-    rows.insert(a.node()->def->name);
-    for (auto& in : a.inputs()) stack.push_back(in);
-  }
+  test_util::for_each_node(outs, [&](const mx::array& a) { rows.insert(a.node()->def->name); });
   return rows;
 }
 
@@ -177,19 +169,12 @@ TEST(CompileFuse, DepthAndInputLimitsSplitGroups) {
     return Arrays{v};
   };
   auto outs = mx::compile(sum_all)(many);
-  std::vector<mx::array> stack(outs.begin(), outs.end());
-  std::set<const mx::Node*> seen;
   int groups = 0;
-  while (!stack.empty()) {
-    auto a = stack.back();
-    stack.pop_back();
-    if (!a.has_primitive() || !seen.insert(a.node().get()).second) continue;
-    if (is_compiled(a)) {
-      ++groups;
-      EXPECT_LT(a.inputs().size() + a.node()->specs.size(), 24u + 1u);
-    }
-    for (auto& in : a.inputs()) stack.push_back(in);
-  }
+  test_util::for_each_node(outs, [&](const mx::array& a) {
+    if (!is_compiled(a)) return;
+    ++groups;
+    EXPECT_LT(a.inputs().size() + a.node()->specs.size(), 24u + 1u);
+  });
   EXPECT_GE(groups, 2);
   expect_identical(outs, sum_all(many), "40 inputs");
 }

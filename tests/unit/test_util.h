@@ -9,6 +9,7 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include <kiln/export.h>
@@ -52,6 +53,19 @@ std::vector<T> vals(mx::array a) {
 }
 
 // The message of the exception `f` throws; `none` when it throws nothing.
+// Calls `f` once for each node of the graph below `outs` (with one array of the node), outputs first.
+inline void for_each_node(const std::vector<mx::array>& outs, const std::function<void(const mx::array&)>& f) {
+  std::vector<mx::array> stack(outs.begin(), outs.end());
+  std::unordered_set<const mx::Node*> seen;
+  while (!stack.empty()) {
+    mx::array a = stack.back();
+    stack.pop_back();
+    if (!a.has_primitive() || !seen.insert(a.node().get()).second) continue;
+    f(a);
+    for (auto& in : a.inputs()) stack.push_back(in);
+  }
+}
+
 inline std::string message_of(const std::function<void()>& f, const char* none = "<no exception>") {
   try {
     f();

@@ -360,16 +360,9 @@ std::vector<Case> cases() {
 
 // Whether the graph of `outs` holds a node of the row `name`.
 bool graph_has(const std::vector<array>& outs, const std::string& name) {
-  std::vector<array> stack(outs.begin(), outs.end());
-  std::unordered_set<const Node*> seen;
-  while (!stack.empty()) {
-    array a = stack.back();
-    stack.pop_back();
-    if (!a.has_primitive() || !seen.insert(a.node().get()).second) continue;
-    if (a.node()->def->name == name) return true;
-    for (auto& in : a.inputs()) stack.push_back(in);
-  }
-  return false;
+  bool found = false;
+  test_util::for_each_node(outs, [&](const array& a) { found = found || a.node()->def->name == name; });
+  return found;
 }
 
 // got == want, element by element (complex parts compared separately), within the case's tolerance.

@@ -16,19 +16,7 @@ namespace {
 // tape's own specs (CompiledTape::output_specs), which replay also uses.
 std::vector<ArraySpec> compiled_infer(const State& st, const std::vector<ArraySpec>& in) {
   Shape shape;
-  for (auto& s : in) {
-    const size_t nd = std::max(shape.size(), s.shape.size());
-    Shape out(nd, 1);
-    for (size_t k = 0; k < nd; ++k) {
-      const int64_t a = k + shape.size() >= nd ? shape[k + shape.size() - nd] : 1;
-      const int64_t b = k + s.shape.size() >= nd ? s.shape[k + s.shape.size() - nd] : 1;
-      if (a != b && a != 1 && b != 1) {
-        throw std::invalid_argument("[Compiled] The inputs' shapes do not broadcast together.");
-      }
-      out[k] = a == 1 ? b : a;
-    }
-    shape = std::move(out);
-  }
+  for (auto& s : in) shape = broadcast_shapes(shape, s.shape);
   const int n = st.i(1);
   return std::vector<ArraySpec>(static_cast<size_t>(n), ArraySpec{shape, in.empty() ? float32 : in[0].dtype});
 }
@@ -71,11 +59,43 @@ const CompiledTape& compiled_tape(const Node& node) {
   return *static_cast<const CompiledTape*>(node.extra.get());
 }
 
+std::vector<ArraySpec> CompiledTape::step_specs(const std::vector<ArraySpec>& inputs) const {
+  std::vector<ArraySpec> specs;
+  specs.reserve(steps.size());
+  std::vector<ArraySpec> ins;
+  for (const Step& s : steps) {
+    ArraySpec spec = s.spec;
+    if (shapeless) {
+      ins.clear();
+      for (int a : s.args) {
+        const size_t k = a >= 0 ? static_cast<size_t>(a) : static_cast<size_t>(~a);
+        if ((a >= 0 && k >= specs.size()) || (a < 0 && k >= inputs.size())) {
+          throw std::invalid_argument("[Compiled] A fused step reads an input the node does not have.");
+        }
+        ins.push_back(a >= 0 ? specs[k] : inputs[k]);
+      }
+      spec.shape = s.def->infer(s.state, ins).at(0).shape;
+    }
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+std::vector<ArraySpec> CompiledTape::output_specs(const std::vector<ArraySpec>& inputs) const {
+  std::vector<ArraySpec> specs = step_specs(inputs);
+  std::vector<ArraySpec> out;
+  out.reserve(outputs.size());
+  for (int o : outputs) out.push_back(specs.at(static_cast<size_t>(o)));
+  return out;
+}
+
 std::vector<array> CompiledTape::run(const std::vector<array>& inputs, const Stream& stream) const {
+  const std::vector<ArraySpec> specs = step_specs(specs_of(inputs));
   std::vector<array> values;
   values.reserve(steps.size());
   std::vector<array> ins;
-  for (const Step& s : steps) {
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& s = steps[i];
     ins.clear();
     for (int a : s.args) {
       const size_t k = a >= 0 ? static_cast<size_t>(a) : static_cast<size_t>(~a);
@@ -84,32 +104,11 @@ std::vector<array> CompiledTape::run(const std::vector<array>& inputs, const Str
       }
       ins.push_back(a >= 0 ? values[k] : inputs[k]);
     }
-    // Shapeless: the row's shape rule at these inputs' shapes, the recorded dtype.
-    std::vector<ArraySpec> spec{s.spec};
-    if (shapeless) spec[0].shape = s.def->infer(s.state, specs_of(ins)).at(0).shape;
-    values.push_back(make_array(*s.def, s.state, ins, std::move(spec), stream));
+    values.push_back(make_array(*s.def, s.state, ins, {specs[i]}, stream));
   }
   std::vector<array> out;
   out.reserve(outputs.size());
   for (int o : outputs) out.push_back(values.at(static_cast<size_t>(o)));
-  return out;
-}
-
-std::vector<ArraySpec> CompiledTape::output_specs(const std::vector<ArraySpec>& inputs) const {
-  std::vector<ArraySpec> specs;
-  specs.reserve(steps.size());
-  std::vector<ArraySpec> ins;
-  for (const Step& s : steps) {
-    ArraySpec spec = s.spec;
-    if (shapeless) {
-      ins.clear();
-      for (int a : s.args) ins.push_back(a >= 0 ? specs.at(static_cast<size_t>(a)) : inputs.at(static_cast<size_t>(~a)));
-      spec.shape = s.def->infer(s.state, ins).at(0).shape;
-    }
-    specs.push_back(std::move(spec));
-  }
-  std::vector<ArraySpec> out;
-  for (int o : outputs) out.push_back(specs.at(static_cast<size_t>(o)));
   return out;
 }
 
@@ -136,16 +135,6 @@ std::string CompiledTape::name(bool shapes) const {
 }
 
 State CompiledTape::state() const { return State{name(false), static_cast<int32_t>(outputs.size()), name(true)}; }
-
-std::vector<array> make_compiled(std::shared_ptr<const CompiledTape> tape, std::vector<array> inputs,
-                                 const Stream& stream) {
-  std::vector<ArraySpec> specs = tape->output_specs(specs_of(inputs));
-  std::vector<array> outs =
-      make_arrays(compiled_def(), tape->state(), std::move(inputs),
-                  std::move(specs), stream);
-  outs[0].node()->extra = std::move(tape);
-  return outs;
-}
 
 }  // namespace kiln::detail
 

@@ -33,7 +33,9 @@ struct CompiledTape {
 
   // The group as a lazy graph over `inputs` (the node's inputs), on `stream`: the node's outputs.
   std::vector<array> run(const std::vector<array>& inputs, const Stream& stream) const;
-  // The outputs' shapes and dtypes for inputs of `inputs`' specs (shapeless: each step's rule).
+  // Every step's output shape and dtype for inputs of `inputs`' specs (the traced ones; shapeless: each
+  // step's rule), and the node's outputs' among them.
+  std::vector<ArraySpec> step_specs(const std::vector<ArraySpec>& inputs) const;
   std::vector<ArraySpec> output_specs(const std::vector<ArraySpec>& inputs) const;
   // MLX's lib_name: the same for the same steps, states, wiring and dtypes, whatever the shapes (a
   // Broadcast step's target shape is left out); with `shapes`, the broadcasts' shapes too.
@@ -46,8 +48,5 @@ const PrimitiveDef& compiled_def();
 // The node's tape; throws std::invalid_argument when the node carries none (a Compiled node built
 // elsewhere than by compile).
 const CompiledTape& compiled_tape(const Node& node);
-// A Compiled node over `inputs` for `tape`, on `stream`: its outputs.
-std::vector<array> make_compiled(std::shared_ptr<const CompiledTape> tape, std::vector<array> inputs,
-                                 const Stream& stream);
 
 }  // namespace kiln::detail

@@ -79,6 +79,9 @@ struct ArrayDesc {
   std::shared_ptr<Node> node;  // null once evaluated (or for leaves)
   uint32_t out_index = 0;
   bool tracer = false;  // set_tracer: an input of a function being traced
+  // MLX keeps an input's layout flags on a reshape that shares the buffer of a data that is not
+  // row-contiguous (its flags are stored, not derived): this holds the kept col_contiguous (-1: derive it).
+  int8_t col_contiguous_kept = -1;
   ArrayDesc(Shape s, Dtype t);
   ~ArrayDesc();  // iterative, so dropping a 10^6-deep lazy chain does not overflow the stack
 };
@@ -198,6 +201,9 @@ class array {
   // col_contiguous say the elements are dense in row- (column-) major order (axes of size 1 do not
   // count); contiguous says they are dense in some order once broadcast (stride 0) axes are left out,
   // i.e. the product of the other axes' sizes equals data_size(). An empty array has all three.
+  // One exception keeps MLX's behaviour: a reshape that views (does not copy) data that is not
+  // row-contiguous keeps its input's col_contiguous, as MLX's stored flags do (reshaping a (10, 10)
+  // transpose to (2, 5, 10) says col_contiguous there although its strides are (5, 1, 10)).
   struct Flags {
     bool contiguous = true;
     bool row_contiguous = true;

@@ -171,6 +171,7 @@ array::Flags array::flags() const {
     if (d.strides[k] != expect) f.col_contiguous = false;
     expect *= d.shape[k];
   }
+  if (d.col_contiguous_kept >= 0) f.col_contiguous = d.col_contiguous_kept != 0;
   // Dense in some order: the non-broadcast axes, sorted by stride, tile the span without gaps.
   std::vector<std::pair<int64_t, int64_t>> axes;  // (|stride|, size)
   for (size_t k = 0; k < nd; ++k) {
@@ -241,6 +242,7 @@ void array::set_data(std::shared_ptr<detail::Data> data) {
   d.offset = 0;
   d.strides = row_major_strides(d.shape);
   d.row_contiguous = true;
+  d.col_contiguous_kept = -1;
 }
 
 void array::alloc() { set_data(detail::allocate(nbytes())); }
@@ -250,6 +252,7 @@ void array::set_view(const array& src, Strides strides, int64_t offset_elems) {
   d.data = src.desc().data;
   d.offset = offset_elems;
   d.strides = std::move(strides);
+  d.col_contiguous_kept = -1;
   // Row-contiguous when the strides equal the row-major strides over the non-unit dimensions.
   bool rc = true;
   int64_t acc = 1;

@@ -103,6 +103,40 @@ TEST(ApiCompat, FlagsAndDataSizeFollowTheView) {
   EXPECT_TRUE(one.flags().contiguous && one.flags().row_contiguous && one.flags().col_contiguous);
 }
 
+// MLX stores flags and a reshape that views (does not copy) data that is not row-contiguous keeps
+// its input's: a (10, 10) transpose reshaped to (2, 5, 10) (strides (5, 1, 10)) still says
+// col_contiguous, as in MLX. A reshape that must copy, or of row-contiguous data, derives them.
+TEST(ApiCompat, ReshapeOfAViewKeepsItsInputsFlagsAsMlxDoes) {
+  auto x = mx::transpose(mx::ones({10, 10}), {1, 0});
+  mx::eval(x);
+  ASSERT_TRUE(x.flags().col_contiguous);
+  auto y = mx::reshape(x, {2, 5, 10});
+  mx::eval(y);
+  EXPECT_EQ(y.strides(), (mx::Strides{5, 1, 10}));
+  EXPECT_EQ(y.data<float>(), x.data<float>());  // a view, no copy
+  EXPECT_FALSE(y.flags().row_contiguous);
+  EXPECT_TRUE(y.flags().col_contiguous);
+  auto y2 = mx::reshape(y, {10, 10});  // kept through a second view
+  mx::eval(y2);
+  EXPECT_TRUE(y2.flags().col_contiguous);
+  auto c = mx::reshape(x, {2, 50});  // no strides describe it: copied, row-contiguous
+  mx::eval(c);
+  EXPECT_TRUE(c.flags().row_contiguous);
+  EXPECT_FALSE(c.flags().col_contiguous);
+  auto v = mx::reshape(x, {10, 1, 10, 1});
+  mx::eval(v);
+  EXPECT_FALSE(v.flags().row_contiguous);
+  EXPECT_TRUE(v.flags().col_contiguous);
+  // A transpose derives its flags again: (5, 1, 10) transposed to (10, 1, 5) is not col-contiguous.
+  auto t = mx::transpose(y, {2, 1, 0});
+  mx::eval(t);
+  EXPECT_FALSE(t.flags().col_contiguous);
+  // The values are the data's, whatever the flags say.
+  auto r = mx::reshape(mx::transpose(mx::reshape(mx::arange(100.0f), {10, 10})), {2, 5, 10});
+  EXPECT_EQ(mx::slice(r, {1, 2, 3}, {2, 3, 4}).item<float>(), 37.0f);  // r[1,2,3] = x.T[7,3] = 37
+  EXPECT_EQ(mx::sum(mx::multiply(r, r)).item<float>(), 328350.0f);
+}
+
 TEST(ApiCompat, BroadcastGivesSizeOneAxesStrideZero) {
   auto y = mx::broadcast_to(mx::full({1, 1}, 2.3f), {5, 1});
   mx::eval(y);

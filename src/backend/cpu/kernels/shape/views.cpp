@@ -51,7 +51,9 @@ void reshape_cpu(const Node&, const std::vector<array>& in, std::vector<array>& 
   }
   Strides st;
   if (nocopy_strides(a, o.shape(), st)) {
+    const bool col = a.flags().col_contiguous;
     o.set_view(a, std::move(st), a.offset());
+    o.desc_ptr()->col_contiguous_kept = col ? 1 : 0;  // MLX's reshape keeps the input's flags here
     return;
   }
   // Copy in the input's logical order (the shapes differ, so the copy walks the input's shape).

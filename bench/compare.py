@@ -513,10 +513,30 @@ def combine_limits(runs):
     return best
 
 
+def cpu_has_amx():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return "amx_int8" in line.split(":", 1)[1].split()
+    except OSError:
+        pass
+    return False
+
+
+# Why llama.cpp is built without its AMX kernels on CPUs that have AMX: in the llama.cpp of
+# llama-cpp-python 0.3.36, the AMX matmul (ggml_backend_amx_mul_mat, chosen for Q4_0 weights when the
+# build has AMX) crashes (SIGSEGV) at a context depth (`-d 256`) and in a 128-token prefill, the cases
+# this suite measures; it runs only a depth-0 decode. Without AMX, llama.cpp uses its AVX-512 VNNI kernels.
+LLAMA_AMX_NOTE = ("llama.cpp built without AMX (-march=native -mno-amx-*): its AMX Q4_0 matmul crashes "
+                  "(SIGSEGV in ggml_backend_amx_mul_mat) at -d 256 and in prefill on this CPU")
+
+
 def ensure_llama_bench(args, py, logfile):
     """llama-bench from the llama.cpp source inside the llama-cpp-python sdist (vendor/llama.cpp), built once."""
     d = os.path.join(args.work, "llamacpp")
-    build = os.path.join(d, "build")
+    amx = cpu_has_amx()
+    build = os.path.join(d, "build-noamx" if amx else "build")
     exe = os.path.join(build, "bin", "llama-bench")
     if os.path.exists(exe):
         return exe
@@ -534,9 +554,13 @@ def ensure_llama_bench(args, py, logfile):
                 t.extractall(d, filter="data")
             else:
                 t.extractall(d)
-    log("[setup] building llama-bench (cmake, Release, native; once)")
+    log("[setup] building llama-bench (cmake, Release, native" + (" without AMX" if amx else "") + "; once)")
     gen = ["-G", "Ninja"] if shutil.which("ninja") else []
-    run_logged(["cmake", "-S", src, "-B", build, *gen, "-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=ON",
+    isa = ["-DGGML_NATIVE=ON"]
+    if amx:
+        fl = "-march=native -mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+        isa = ["-DGGML_NATIVE=OFF", f"-DCMAKE_C_FLAGS={fl}", f"-DCMAKE_CXX_FLAGS={fl}"]
+    run_logged(["cmake", "-S", src, "-B", build, *gen, "-DCMAKE_BUILD_TYPE=Release", *isa,
                 "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
                 "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_BUILD_APP=OFF", "-DLLAMA_BUILD_UI=OFF",
                 "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_OPENSSL=OFF", "-DLLAMA_CURL=OFF"], logfile,
@@ -774,6 +798,9 @@ def main(argv=None):
         try:
             llama_exe = ensure_llama_bench(args, py, logfile)
             machine["versions"]["llama.cpp"] = f"llama-cpp-python {LLAMA_CPP_PYTHON_VERSION} sdist's vendor/llama.cpp"
+            if cpu_has_amx():
+                machine["versions"]["llama.cpp"] += " (without AMX)"
+                notes.append(LLAMA_AMX_NOTE)
         except (RuntimeError, OSError, tarfile.TarError) as e:
             llama_err = str(e)
             log(f"[setup] llama.cpp could not be built; its column stays empty. Why: {e}")

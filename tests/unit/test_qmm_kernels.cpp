@@ -205,6 +205,52 @@ TEST(QmmKernelsLongK, Float32M1) {
   }
 }
 
+// Prefill-sized x · Wᵀ (17..256 rows): the weights dequantized straight into the packed GEMM's panels.
+// Shapes that cross every block edge of that GEMM: K over several 256-deep blocks with a shorter last one,
+// N over several column blocks with a partial 32-wide strip, M over two row blocks (M > 128) and a
+// partial 8-row tile; a batch of x against shared weights and a bfloat16 output. Each against float64
+// (the same bound as every other path) and, in float32, against the unfused product (dequantize, then
+// matmul) and every instruction set (the portable one takes the unfused path).
+TEST(QmmKernelsPrefill, DequantIntoPanelsMatchesReferenceAndUnfused) {
+  IsaGuard guard;
+  for (const QSpec& q : {QSpec{"affine", 64, 4}, QSpec{"affine", 32, 3}, QSpec{"affine", 128, 8},
+                         QSpec{"mxfp4", 32, 4}, QSpec{"nvfp4", 16, 4}, QSpec{"mxfp8", 32, 8}}) {
+    const int64_t N = 300, K = q.gs * (640 / q.gs);
+    for (mx::Dtype dt : {mx::float32, mx::bfloat16}) {
+      Quantized qw = make_quantized(q, {int(N), int(K)}, dt, 400u + static_cast<uint32_t>(q.gs + q.bits));
+      const mx::array wf = mx::dequantize(qw.wq, qw.s, qw.b, q.gs, q.bits, q.mode, mx::float32);
+      for (int M : {17, 131, 200}) {
+        for (int batch : {1, 2}) {
+          if (batch == 2 && M != 131) continue;
+          mx::Shape xs = batch == 1 ? mx::Shape{M, int(K)} : mx::Shape{batch, M, int(K)};
+          auto x = rand_array(xs, dt, 500u + static_cast<uint32_t>(M + batch));
+          std::vector<double> ref, mag;
+          reference(vals(x), qw.W.data(), batch * M, N, K, true, ref, mag);
+          const auto unfused = vals(mx::matmul(mx::astype(x, mx::float32), mx::transpose(wf)));
+          for (QmmIsa isa : isas()) {
+            SCOPED_TRACE(spec_name(q) + " M=" + std::to_string(M) + " batch=" + std::to_string(batch) + " dtype=" +
+                         mx::dtype_name(dt) + " isa=" + isa_name(isa));
+            mx::quant::set_qmm_isa(isa);
+            auto y = mx::quantized_matmul(x, qw.wq, qw.s, qw.b, true, q.gs, q.bits, q.mode);
+            ASSERT_EQ(y.dtype(), dt);
+            const auto got = vals(y);
+            EXPECT_EQ(compare(got, ref, mag, K, dt), 0);
+            // In float32 the unfused product differs only by summation order.
+            if (dt == mx::float32) {
+              const double tol = 2.0 * (static_cast<double>(K) + 2.0) * 0x1p-24;
+              int bad = 0;
+              for (size_t i = 0; i < got.size(); ++i) {
+                if (!(std::abs(got[i] - unfused[i]) <= tol * mag[i] + 1e-30)) ++bad;
+              }
+              EXPECT_EQ(bad, 0);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // x with strides (a transposed view, a strided slice) and with a batch axis folded into its rows.
 TEST(QmmKernelsLayout, StridedAndBatchedX) {
   IsaGuard guard;

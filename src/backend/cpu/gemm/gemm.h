@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "backend/cpu/cpu_features.h"
 #include "kiln/dtype.h"
@@ -43,6 +44,15 @@ void gemm_skinny(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
 template <typename TA, typename TB>
 void gemm_packed(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const TA* A, int64_t lda,
                  const TB* B, int64_t ldb, float beta, float* C, int64_t ldc, Isa isa);
+
+// The packed product C (M×N, row-major, ldc) = A · Bᵀ for a float32 A (M×K, row-major, lda) and a B (N×K)
+// that exists only as a producer: rows_b(n0, nr, k0, kc, dst, ldd) writes B[n0 .. n0+nr, k0 .. k0+kc) as
+// floats at dst, row r at dst + r·ldd (nr <= 32, k0 and kc multiples of k_align except at K's end). The
+// quantized matmul passes a dequantizer, so a prefill-sized product unpacks its weights straight into the
+// packed panels, a block at a time, instead of into a whole float matrix first. C is not read.
+using RowsB = std::function<void(int64_t n0, int64_t nr, int64_t k0, int64_t kc, float* dst, int64_t ldd)>;
+void gemm_packed_rows_b(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, int64_t k_align,
+                        const RowsB& rows_b, float* C, int64_t ldc, Isa isa = isa_level());
 
 // Up to this many rows of C, gemm_f32 uses the skinny kernels.
 inline constexpr int64_t kSkinnyMaxM = 8;

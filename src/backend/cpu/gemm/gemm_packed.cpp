@@ -403,6 +403,31 @@ void gemm_packed(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
       cfg.ukr);
 }
 
+void gemm_packed_rows_b(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, int64_t k_align,
+                        const RowsB& rows_b, float* C, int64_t ldc, Isa isa) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) return scale_c(M, N, 0.0f, C, ldc);
+  isa = clamp_isa(isa);
+  const Config cfg = config_for(isa);
+  const int MR = cfg.mr, NR = cfg.nr;
+  k_align = std::max<int64_t>(1, k_align);
+  const int64_t KC = std::max<int64_t>(k_align, cfg.kc / k_align * k_align);
+  packed_driver<float, 1>(
+      M, N, K, 1.0f, 0.0f, C, ldc, MR, NR, KC, cfg.mc, cfg.nc,
+      [&](int64_t m0, int64_t mc, int64_t k0, int64_t kc, float* d) { pack_a<float>(false, A, lda, m0, mc, k0, kc, MR, d); },
+      [&](int64_t k0, int64_t kc, int64_t n0, int64_t nc, float* d) {
+        // NR rows of B at a time into a small buffer (hot in L1/L2), then dealt out to their panel.
+        static thread_local AlignedBuf rows;
+        float* t = rows.get(static_cast<size_t>(NR * kc));
+        for (int64_t s = 0; s < nc; s += NR) {
+          const int64_t nr = std::min<int64_t>(NR, nc - s);
+          rows_b(n0 + s, nr, k0, kc, t, kc);
+          pack_b<float>(true, t, kc, 0, kc, 0, nr, NR, d + (s / NR) * kc * NR);
+        }
+      },
+      cfg.ukr);
+}
+
 #define KILN_PACKED(TA, TB)                                                                                    \
   template void gemm_packed<TA, TB>(bool, bool, int64_t, int64_t, int64_t, float, const TA*, int64_t, const TB*, \
                                     int64_t, float, float*, int64_t, Isa);

@@ -13,6 +13,7 @@
 
 #include "backend/cpu/blas.h"
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/gemm/gemm.h"
 #include "backend/cpu/kernels/fast/fast_kernels.h"
 #include "backend/cpu/kernels/quantized/qmm_simd.h"
 #include "backend/cpu/kernels/quantized/quantized_kernels.h"
@@ -52,6 +53,8 @@ namespace {
 // unpack each weight block once per 4 rows of x, so their cost grows with M; measured on this machine
 // (BM_QuantizedMatmul/2816/1024/M) they are ahead of dequantize + GEMM up to about 16 rows.
 constexpr int64_t kDecodeRows = 16;
+// x · Wᵀ products of up to this many rows dequantize into the packed GEMM's panels (fast_qmm).
+constexpr int64_t kFusedDequantMaxRows = 256;
 
 // Scales and biases as floats: uint8 scales through a table per mode, the float types converted.
 template <typename S>
@@ -208,6 +211,37 @@ void fast_qmm(const FastCall& c, QuantizationMode mode, const std::vector<std::p
         if constexpr (!kF32) store_rows(ybuf.data(), U, om, N, M, n1 - n0);
       }
     });
+    return;
+  }
+  // Prefill-sized products of x · Wᵀ (the nn.Linear layout): kiln's packed GEMM with the weights
+  // dequantized straight into its packed panels, a (32 rows × 256 k) block at a time inside each GEMM
+  // task, so no float copy of W is written and read back and no pass runs before the product. Up to 2
+  // row blocks of the GEMM (M <= 256): each row block dequantizes the weights again.
+  if (c.transpose && M <= kFusedDequantMaxRows && cpu::isa_level() != cpu::Isa::scalar) {
+    std::vector<float> cbuf(kF32 ? 0 : static_cast<size_t>(M * N));
+    for (size_t job = 0; job < jobs.size(); ++job) {
+      const auto m = mat(jobs[job].second);
+      const float* xm = c.X + jobs[job].first * M * K;
+      auto rows_b = [&](int64_t n0, int64_t nr, int64_t k0, int64_t kc, float* dst, int64_t ldd) {
+        static thread_local std::vector<float> sbuf, bbuf;
+        const int64_t g0 = k0 / c.gs, ng = kc / c.gs;
+        for (int64_t r = 0; r < nr; ++r) {
+          const int64_t wrow = n0 + r;
+          const float* sc = rd.read(m.s + wrow * c.row_groups + g0, ng, sbuf);
+          const float* bi = affine ? rd.read(m.b + wrow * c.row_groups + g0, ng, bbuf) : nullptr;
+          c.ops->dequant(m.w + wrow * c.row_bytes + g0 * c.gs * c.bits / 8, sc, bi, ng, c.gs, c.bits, c.kind,
+                         dst + r * ldd);
+        }
+      };
+      T* om = o + static_cast<int64_t>(job) * M * N;
+      float* cm = kF32 ? reinterpret_cast<float*>(om) : cbuf.data();
+      cpu::gemm_packed_rows_b(M, N, K, xm, K, c.gs, rows_b, cm, N);
+      if constexpr (!kF32) {
+        cpu::parallel_for(static_cast<size_t>(M), std::max<size_t>(1, 8192 / N), [&](size_t r0, size_t r1) {
+          store_rows(cbuf.data() + r0 * N, N, om + r0 * N, N, static_cast<int64_t>(r1 - r0), N);
+        });
+      }
+    }
     return;
   }
   // Many rows: a panel of nb output columns × K dequantized once (in parallel, vectorized) and used by

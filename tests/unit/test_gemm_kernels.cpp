@@ -224,6 +224,25 @@ TEST(GemmMatmul, HalfLinearLayouts) {
   }
 }
 
+// float32 batches of mid-sized matrices (a prefill's attention scores and values, grouped-query heads
+// with the key/value heads broadcast, keys read transposed): a whole matrix per thread through kiln's own
+// kernels (linalg_internal.h batched_gemm). Against float64, at every instruction-set level the CPU has.
+TEST(GemmMatmul, Float32BatchOfMidSizedMatrices) {
+  const double tol = 1e-5;
+  auto q = lt::random({1, 4, 4, 128, 64}, 11);
+  auto k = lt::random({1, 4, 1, 130, 64}, 12);  // 130 keys: a partial tile
+  auto scores = mx::matmul(q, mx::swapaxes(k, -1, -2));
+  ASSERT_EQ(scores.shape(), (mx::Shape{1, 4, 4, 128, 130}));
+  expect_matmul(q, mx::swapaxes(k, -1, -2), scores, tol, "q @ k.T");
+  auto v = lt::random({1, 4, 1, 130, 64}, 13);
+  auto probs = mx::softmax(scores, std::vector<int>{-1});
+  expect_matmul(probs, v, mx::matmul(probs, v), tol, "probs @ v");
+  // More matrices than threads, each one a few of the micro-kernel's row blocks: (6, 200, 96) @ (96, 150).
+  auto a = lt::random({6, 200, 96}, 14);
+  auto b = lt::random({6, 96, 150}, 15);
+  expect_matmul(a, b, mx::matmul(a, b), tol, "batch of 6");
+}
+
 TEST(GemmMatmul, HalfBatchedBroadcastStrided) {
   for (auto t : {mx::bfloat16, mx::float16}) {
     const double tol = t == mx::bfloat16 ? 1e-2 : 2e-3;

@@ -57,6 +57,7 @@ std::vector<uint8_t> payload_bytes(const array& a0) {
 
 namespace {
 constexpr size_t kWindow = 1 << 16;
+constexpr size_t kMinWindow = 1 << 12;
 }
 
 ByteReader::ByteReader(const Source& src, uint64_t start) : src_(src), pos_(start), win_start_(start) {}
@@ -82,7 +83,11 @@ void ByteReader::skip(uint64_t n, const char* what) {
 const uint8_t* ByteReader::take(size_t n, const char* what) {
   need(n, what);
   if (pos_ < win_start_ || pos_ + n > win_start_ + win_len_) {
-    size_t len = static_cast<size_t>(std::min<uint64_t>(std::max(n, kWindow), src_.size() - pos_));
+    // The window grows while decoding runs on from where it ended and starts small again after a jump
+    // (a skipped constant's payload): a file of a few hundred constants read 64 KiB after each one.
+    const bool sequential = pos_ == win_start_ + win_len_;
+    next_window_ = sequential ? std::min(next_window_ * 2, kWindow) : kMinWindow;
+    size_t len = static_cast<size_t>(std::min<uint64_t>(std::max(n, next_window_), src_.size() - pos_));
     if (window_.size() < len) window_.resize(len);
     src_.read_at(pos_, window_.data(), len);
     win_start_ = pos_;

@@ -183,6 +183,51 @@ TEST(FormatCodec, FieldEncodingsRoundTrip) {
   }
 }
 
+// The reader's window: small after a jump (a skipped constant payload), doubling while decoding runs on,
+// so a file of many constants is not read 64 KiB past each one; values stay right across refills.
+TEST(FormatCodec, ReaderWindowStartsSmallAfterASkip) {
+  struct Counting : mx::io_detail::RandomSource {
+    mx::format::MemorySource inner;
+    mutable uint64_t bytes = 0;
+    mutable int reads = 0;
+    explicit Counting(std::vector<uint8_t> d) : inner(std::move(d)) {}
+    uint64_t size() const override { return inner.size(); }
+    void read_at(uint64_t off, void* dst, size_t n) const override {
+      bytes += n;
+      ++reads;
+      inner.read_at(off, dst, n);
+    }
+    const std::string& name() const override { return inner.name(); }
+  };
+  // 300 records of (u64 payload length, 16 bytes of header, payload of 100 000 bytes).
+  mx::format::ByteWriter w;
+  for (uint64_t i = 0; i < 300; ++i) {
+    w.u64(100000);
+    for (int j = 0; j < 4; ++j) w.u32(static_cast<uint32_t>(i * 4 + j));
+    std::vector<uint8_t> payload(100000, static_cast<uint8_t>(i));
+    w.raw(payload.data(), payload.size());
+  }
+  Counting src(w.bytes());
+  mx::format::ByteReader r(src);
+  for (uint64_t i = 0; i < 300; ++i) {
+    const uint64_t n = r.u64("length");
+    ASSERT_EQ(n, 100000u);
+    for (int j = 0; j < 4; ++j) ASSERT_EQ(r.u32("header"), static_cast<uint32_t>(i * 4 + j));
+    r.skip(n, "payload");
+  }
+  EXPECT_EQ(r.remaining(), 0u);
+  // 4 KiB per record after its jump (the first read 8 KiB): 1.2 MB, where a fixed 64 KiB window read 19.7 MB.
+  EXPECT_LE(src.bytes, 300u * 4096u + 8192u);
+  // Sequential decoding reads each byte once, in windows grown to 64 KiB: 1 MiB in 20 reads.
+  mx::format::ByteWriter w2;
+  for (uint32_t i = 0; i < 262144; ++i) w2.u32(i);
+  Counting seq(w2.bytes());
+  mx::format::ByteReader r2(seq);
+  for (uint32_t i = 0; i < 262144; ++i) ASSERT_EQ(r2.u32("value"), i);
+  EXPECT_EQ(seq.bytes, 262144u * 4u);
+  EXPECT_LE(seq.reads, 20);
+}
+
 TEST(FormatCodec, VersionParsing) {
   mx::format::FormatVersion v;
   ASSERT_TRUE(mx::format::FormatVersion::parse("0.30.1.dev20251201+abc", v));

@@ -86,7 +86,7 @@ const uint8_t* ByteReader::take(size_t n, const char* what) {
     // The window grows while decoding runs on from where it ended and starts small again after a jump
     // (a skipped constant's payload): a file of a few hundred constants read 64 KiB after each one.
     const bool sequential = pos_ == win_start_ + win_len_;
-    next_window_ = sequential ? std::min(next_window_ * 2, kWindow) : kMinWindow;
+    next_window_ = sequential ? std::min(std::max(next_window_ * 2, kMinWindow), kWindow) : kMinWindow;
     size_t len = static_cast<size_t>(std::min<uint64_t>(std::max(n, next_window_), src_.size() - pos_));
     if (window_.size() < len) window_.resize(len);
     src_.read_at(pos_, window_.data(), len);

@@ -96,7 +96,7 @@ class ByteReader {
   std::vector<uint8_t> window_;
   uint64_t win_start_ = 0;
   size_t win_len_ = 0;
-  size_t next_window_ = size_t(1) << 12;  // the next refill's size (bytes.cpp: kMinWindow .. kWindow)
+  size_t next_window_ = 0;  // the last refill's size (bytes.cpp: kMinWindow .. kWindow)
 };
 
 }  // namespace kiln::format

@@ -602,6 +602,39 @@ TEST(Binary, LargeTransposedOperandsAreTiled) {
   check(mx::sqrt(mx::abs(t3)), mx::sqrt(mx::abs(mx::contiguous(t3))), "3-D transposed");
 }
 
+// Select's rows with each operand contiguous or broadcast along the row (the 8 stride patterns its
+// vectorized rows take), strided and reversed operands (the generic loop), every element width, against
+// the same select of contiguous copies.
+TEST(Binary, SelectEveryRowStridePattern) {
+  const mx::Shape shape{3, 5, 70};
+  mx::array cfull = mx::greater(mx::random::normal(shape), mx::array(0.0f));
+  mx::array crow = mx::greater(mx::random::normal({3, 5, 1}), mx::array(0.0f));  // broadcast along rows
+  for (mx::Dtype t : {mx::uint8, mx::float16, mx::float32, mx::float64}) {
+    mx::array xfull = mx::astype(mx::multiply(mx::random::normal(shape), mx::array(10.0f)), t);
+    mx::array xrow = mx::astype(mx::random::normal({3, 5, 1}), t);
+    mx::array yfull = mx::astype(mx::random::normal(shape), t);
+    mx::array yscalar = mx::astype(mx::array(-7.0f), t);
+    for (int mask = 0; mask < 8; ++mask) {
+      // Broadcast views (stride 0 along the rows), so the output has the full shape in every pattern.
+      mx::array c = (mask & 4) ? cfull : mx::broadcast_to(crow, shape);
+      mx::array x = (mask & 2) ? xfull : mx::broadcast_to(xrow, shape);
+      mx::array y = (mask & 1) ? yfull : mx::broadcast_to(yscalar, shape);
+      auto got = mx::where(c, x, y);
+      ASSERT_EQ(got.shape(), shape);
+      auto want = mx::where(mx::contiguous(mx::broadcast_to(c, shape)), mx::contiguous(mx::broadcast_to(x, shape)),
+                            mx::contiguous(mx::broadcast_to(y, shape)));
+      EXPECT_TRUE(mx::array_equal(got, want).item<bool>()) << mx::dtype_name(t) << " pattern " << mask;
+    }
+    // A transposed condition and a reversed x: strides other than 0 and 1 along the row.
+    mx::array ct = mx::transpose(mx::greater(mx::random::normal({70, 5, 3}), mx::array(0.0f)));
+    mx::array xr = mx::slice(xfull, {0, 0, 69}, {3, 5, -71}, {1, 1, -1});
+    ASSERT_EQ(xr.shape(), shape);
+    auto got = mx::where(ct, xr, yfull);
+    auto want = mx::where(mx::contiguous(ct), mx::contiguous(xr), yfull);
+    EXPECT_TRUE(mx::array_equal(got, want).item<bool>()) << mx::dtype_name(t) << " strided";
+  }
+}
+
 TEST(Binary, EmptyOperands) {
   mx::array e = mx::zeros({0});
   EXPECT_EQ((e + e).shape(), mx::Shape({0}));

@@ -150,29 +150,6 @@ void binary_loop(const array& a, const array& b, array& out, Op op) {
                   });
 }
 
-// out[i] = op(a[i], b[i], c[i]) for three arrays of out's shape.
-template <typename A, typename B, typename C, typename Out, typename Op>
-void ternary_loop(const array& a, const array& b, const array& c, array& out, Op op) {
-  out.alloc();
-  const A* pa = static_cast<const A*>(a.buffer()->ptr);
-  const B* pb = static_cast<const B*>(b.buffer()->ptr);
-  const C* pc = static_cast<const C*>(c.buffer()->ptr);
-  Out* dst = out.data<Out>();
-  for_each_row<4>(out.shape(), {&out.strides(), &a.strides(), &b.strides(), &c.strides()},
-                  {0, a.offset(), b.offset(), c.offset()}, kGrainCheap,
-                  [&](const std::array<int64_t, 4>& o, int64_t m, const std::array<int64_t, 4>& st) {
-                    Out* d = dst + o[0];
-                    const A* x = pa + o[1];
-                    const B* y = pb + o[2];
-                    const C* z = pc + o[3];
-                    if (st[1] == 1 && st[2] == 1 && st[3] == 1) {
-                      for (int64_t i = 0; i < m; ++i) d[i] = op(x[i], y[i], z[i]);
-                    } else {
-                      for (int64_t i = 0; i < m; ++i) d[i] = op(x[i * st[1]], y[i * st[2]], z[i * st[3]]);
-                    }
-                  });
-}
-
 // Copy any strided array into a fresh row-contiguous buffer of the same dtype.
 void copy_to_contiguous(const array& in, array& out);
 // A row-contiguous version of `a` (itself when it already is).

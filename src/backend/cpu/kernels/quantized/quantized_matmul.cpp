@@ -213,6 +213,20 @@ void fast_qmm(const FastCall& c, QuantizationMode mode, const std::vector<std::p
     });
     return;
   }
+  // Groups [g0, g0 + ng) of packed row `wrow` of one weight matrix dequantized to dst (its scales and
+  // biases converted to float through the caller's buffers where needed).
+  auto dequant_row = [&](const auto& m, int64_t wrow, int64_t g0, int64_t ng, std::vector<float>& sbuf,
+                         std::vector<float>& bbuf, float* dst) {
+    const float* s = rd.read(m.s + wrow * c.row_groups + g0, ng, sbuf);
+    const float* b = affine ? rd.read(m.b + wrow * c.row_groups + g0, ng, bbuf) : nullptr;
+    c.ops->dequant(m.w + wrow * c.row_bytes + g0 * c.gs * c.bits / 8, s, b, ng, c.gs, c.bits, c.kind, dst);
+  };
+  // M rows of `cols` float32 results (row stride ld) stored to the output (row stride N), in parallel.
+  auto store_out = [&](const float* src, int64_t ld, T* dst, int64_t cols) {
+    cpu::parallel_for(static_cast<size_t>(M), std::max<size_t>(1, 8192 / cols), [&](size_t r0, size_t r1) {
+      store_rows(src + r0 * ld, ld, dst + r0 * N, N, static_cast<int64_t>(r1 - r0), cols);
+    });
+  };
   // Prefill-sized products of x · Wᵀ (the nn.Linear layout): kiln's packed GEMM with the weights
   // dequantized straight into its packed panels, a (32 rows × 256 k) block at a time inside each GEMM
   // task, so no float copy of W is written and read back and no pass runs before the product. Up to 2
@@ -224,23 +238,12 @@ void fast_qmm(const FastCall& c, QuantizationMode mode, const std::vector<std::p
       const float* xm = c.X + jobs[job].first * M * K;
       auto rows_b = [&](int64_t n0, int64_t nr, int64_t k0, int64_t kc, float* dst, int64_t ldd) {
         static thread_local std::vector<float> sbuf, bbuf;
-        const int64_t g0 = k0 / c.gs, ng = kc / c.gs;
-        for (int64_t r = 0; r < nr; ++r) {
-          const int64_t wrow = n0 + r;
-          const float* sc = rd.read(m.s + wrow * c.row_groups + g0, ng, sbuf);
-          const float* bi = affine ? rd.read(m.b + wrow * c.row_groups + g0, ng, bbuf) : nullptr;
-          c.ops->dequant(m.w + wrow * c.row_bytes + g0 * c.gs * c.bits / 8, sc, bi, ng, c.gs, c.bits, c.kind,
-                         dst + r * ldd);
-        }
+        for (int64_t r = 0; r < nr; ++r) dequant_row(m, n0 + r, k0 / c.gs, kc / c.gs, sbuf, bbuf, dst + r * ldd);
       };
       T* om = o + static_cast<int64_t>(job) * M * N;
       float* cm = kF32 ? reinterpret_cast<float*>(om) : cbuf.data();
       cpu::gemm_packed_rows_b(M, N, K, xm, K, c.gs, rows_b, cm, N);
-      if constexpr (!kF32) {
-        cpu::parallel_for(static_cast<size_t>(M), std::max<size_t>(1, 8192 / N), [&](size_t r0, size_t r1) {
-          store_rows(cbuf.data() + r0 * N, N, om + r0 * N, N, static_cast<int64_t>(r1 - r0), N);
-        });
-      }
+      if constexpr (!kF32) store_out(cbuf.data(), N, om, N);
     }
     return;
   }
@@ -264,11 +267,7 @@ void fast_qmm(const FastCall& c, QuantizationMode mode, const std::vector<std::p
           const int64_t r = static_cast<int64_t>(rr);
           const int64_t wrow = c.transpose ? n0 + r : r;       // packed row
           const int64_t g0 = c.transpose ? 0 : n0 / c.gs;      // first group in it
-          const int64_t ng = rlen / c.gs;
-          const float* s = rd.read(m.s + wrow * c.row_groups + g0, ng, sbuf);
-          const float* b = affine ? rd.read(m.b + wrow * c.row_groups + g0, ng, bbuf) : nullptr;
-          c.ops->dequant(m.w + wrow * c.row_bytes + g0 * c.gs * c.bits / 8, s, b, ng, c.gs, c.bits, c.kind,
-                         wt.data() + r * rlen);
+          dequant_row(m, wrow, g0, rlen / c.gs, sbuf, bbuf, wt.data() + r * rlen);
         }
       });
       T* om = o + static_cast<int64_t>(job) * M * N + n0;
@@ -276,11 +275,7 @@ void fast_qmm(const FastCall& c, QuantizationMode mode, const std::vector<std::p
       const int ldc = kF32 ? static_cast<int>(N) : static_cast<int>(nw);
       cpu::gemm(false, c.transpose, static_cast<int>(M), static_cast<int>(nw), static_cast<int>(K), 1.0f, xm,
                 static_cast<int>(K), wt.data(), static_cast<int>(rlen), 0.0f, cm, ldc);
-      if constexpr (!kF32) {
-        cpu::parallel_for(static_cast<size_t>(M), std::max<size_t>(1, 8192 / nw), [&](size_t r0, size_t r1) {
-          store_rows(cbuf.data() + r0 * nw, nw, om + r0 * N, N, static_cast<int64_t>(r1 - r0), nw);
-        });
-      }
+      if constexpr (!kF32) store_out(cbuf.data(), nw, om, nw);
     }
   }
 }

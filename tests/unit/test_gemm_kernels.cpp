@@ -169,8 +169,9 @@ TEST(GemmIsa, ParseAndLevel) {
   EXPECT_EQ(cpu::parse_isa("avx2"), cpu::Isa::avx2);
   EXPECT_EQ(cpu::parse_isa("avx512"), cpu::Isa::avx512);
   EXPECT_EQ(cpu::parse_isa("avx512bf16"), cpu::Isa::avx512bf16);
-  EXPECT_EQ(cpu::parse_isa(nullptr), cpu::Isa::avx512bf16);
-  EXPECT_EQ(cpu::parse_isa(""), cpu::Isa::avx512bf16);
+  EXPECT_EQ(cpu::parse_isa("amx"), cpu::Isa::amx);
+  EXPECT_EQ(cpu::parse_isa(nullptr), cpu::Isa::amx);
+  EXPECT_EQ(cpu::parse_isa(""), cpu::Isa::amx);
   EXPECT_THROW(cpu::parse_isa("bogus"), std::invalid_argument);
   // The level in use is the detected one lowered by KILN_CPU_ISA (the ctest runs gemm_isa_avx2 / _scalar
   // repeat this suite with it set).

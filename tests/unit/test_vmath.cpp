@@ -97,7 +97,7 @@ TEST(VmathIsa, LevelIsCappedByHardwareAndEnvironment) {
     cpu::parse_isa("sse9");
     ADD_FAILURE() << "no exception for an unknown level";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("Expected scalar, avx2, avx512 or avx512bf16 but found 'sse9'"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("Expected scalar, avx2, avx512, avx512bf16 or amx but found 'sse9'"), std::string::npos)
         << e.what();
   }
   const cpu::Isa hw = cpu::isa_detected();

@@ -24,11 +24,14 @@ inline bool has_f16c() {
 }
 
 // Instruction-set levels of the dispatched kernels, ordered. avx2 means AVX2 + FMA + F16C; avx512 means
-// AVX-512 F, BW, DQ and VL (with the OS saving the zmm state); avx512bf16 adds AVX512_BF16 (vdpbf16ps).
-enum class Isa : int { scalar = 0, avx2 = 1, avx512 = 2, avx512bf16 = 3 };
+// AVX-512 F, BW, DQ and VL (with the OS saving the zmm state); avx512bf16 adds AVX512_BF16 (vdpbf16ps); amx
+// adds AMX-TILE and AMX-BF16 with the OS saving the tile state (the process still asks Linux for it before
+// the first tile instruction: gemm_amx.cpp).
+enum class Isa : int { scalar = 0, avx2 = 1, avx512 = 2, avx512bf16 = 3, amx = 4 };
 
 inline const char* isa_name(Isa i) {
   switch (i) {
+    case Isa::amx: return "amx";
     case Isa::avx512bf16: return "avx512bf16";
     case Isa::avx512: return "avx512";
     case Isa::avx2: return "avx2";
@@ -56,7 +59,10 @@ inline Isa isa_detected() {
     if (!(avx512 && zmm_os)) return Isa::avx2;
     unsigned a71 = 0, b71 = 0, c71 = 0, d71 = 0;
     const bool bf16 = __get_cpuid_count(7, 1, &a71, &b71, &c71, &d71) && (a71 & (1u << 5)) != 0;
-    return bf16 ? Isa::avx512bf16 : Isa::avx512;
+    if (!bf16) return Isa::avx512;
+    // AMX-TILE (EDX bit 24) and AMX-BF16 (bit 22), the tile config and data states in XCR0 (bits 17, 18).
+    const bool amx = (d7 & (1u << 24)) && (d7 & (1u << 22)) && (lo & 0x60000) == 0x60000;
+    return amx ? Isa::amx : Isa::avx512bf16;
   }();
   return level;
 #else
@@ -64,15 +70,15 @@ inline Isa isa_detected() {
 #endif
 }
 
-// A KILN_CPU_ISA value to a level: "scalar", "avx2", "avx512" or "avx512bf16"; null or empty is no limit
-// (the highest level); anything else throws std::invalid_argument naming it.
+// A KILN_CPU_ISA value to a level: "scalar", "avx2", "avx512", "avx512bf16" or "amx"; null or empty is no
+// limit (the highest level); anything else throws std::invalid_argument naming it.
 inline Isa parse_isa(const char* s) {
-  if (s == nullptr || *s == '\0') return Isa::avx512bf16;
-  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512bf16}) {
+  if (s == nullptr || *s == '\0') return Isa::amx;
+  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512bf16, Isa::amx}) {
     if (std::strcmp(s, isa_name(i)) == 0) return i;
   }
-  throw std::invalid_argument(std::string("[KILN_CPU_ISA] Expected scalar, avx2, avx512 or avx512bf16 but found '") +
-                              s + "'.");
+  throw std::invalid_argument(
+      std::string("[KILN_CPU_ISA] Expected scalar, avx2, avx512, avx512bf16 or amx but found '") + s + "'.");
 }
 
 // The level forced by KILN_CPU_ISA (read once); the highest level (no limit) when unset. An unknown value

@@ -54,6 +54,22 @@ using RowsB = std::function<void(int64_t n0, int64_t nr, int64_t k0, int64_t kc,
 void gemm_packed_rows_b(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, int64_t k_align,
                         const RowsB& rows_b, float* C, int64_t ldc, Isa isa = isa_level());
 
+// ---- AMX (gemm_amx.cpp)
+// Whether AMX tile products may run: the level (cpu::isa_level(), KILN_CPU_ISA can lower it) is amx and
+// Linux granted this process the tile data state (asked once).
+bool amx_usable();
+
+// Writes the codes of a grouped-scale matrix B (N×K) as bfloat16 bit patterns (values bfloat16 holds
+// exactly): rows n0 .. n0+nr (nr <= 64), columns k0 .. k0+kc, row r at dst + r·ldd.
+using CodesB = std::function<void(int64_t n0, int64_t nr, int64_t k0, int64_t kc, uint16_t* dst, int64_t ldd)>;
+
+// C (M×N, row-major, ldc) = A · Bᵀ for a float32 A (M×K, row-major, lda) and B[n][k] = S[n·ld_sb + g] ·
+// code[n][k] + Bias[n·ld_sb + g] (g = k / gs; Bias may be null), on AMX with A split into three bfloat16
+// planes (float32-accurate: gemm_amx.cpp says how). Returns false, with C not written, when it cannot run:
+// AMX not usable, gs not a multiple of 32, K not a multiple of gs, or a non-finite value in A.
+bool qgemm_amx(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, int64_t gs, const CodesB& codes,
+               const float* S, const float* Bias, int64_t ld_sb, float* C, int64_t ldc);
+
 // Up to this many rows of C, gemm_f32 uses the skinny kernels.
 inline constexpr int64_t kSkinnyMaxM = 8;
 

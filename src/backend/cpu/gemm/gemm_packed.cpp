@@ -24,19 +24,6 @@ namespace {
 
 using namespace gemm_detail;
 
-// A float buffer aligned to a cache line, grown on demand.
-struct AlignedBuf {
-  std::unique_ptr<float[], void (*)(float*)> p{nullptr, [](float* q) { ::operator delete[](q, std::align_val_t(64)); }};
-  size_t cap = 0;
-  float* get(size_t n) {
-    if (n > cap) {
-      p.reset(static_cast<float*>(::operator new[](n * sizeof(float), std::align_val_t(64))));
-      cap = n;
-    }
-    return p.get();
-  }
-};
-
 // Micro-kernel: the MR×NR tile at c (rows mr ≤ MR, columns nr ≤ NR valid) = alpha · a·b + beta · c, with
 // a the kc×MR packed panel and b the kc×NR packed panel; beta 0 does not read c.
 using Ukr = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int mr, int nr, float alpha,
@@ -347,7 +334,7 @@ void packed_driver(int64_t M, int64_t N, int64_t K, float alpha, float beta, flo
       }
     });
     run_tasks(nblocks * mblocks, [&](int64_t t) {
-      static thread_local AlignedBuf bbuf;
+      static thread_local AlignedBuf<float> bbuf;
       P* bpack = reinterpret_cast<P*>(bbuf.get(static_cast<size_t>((KC + KP - 1) / KP * ((NC0 + NR - 1) / NR * NR))));
       {
         const int64_t nb = t / mblocks, mb = t % mblocks;
@@ -381,7 +368,7 @@ void gemm_packed(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
   if (K <= 0) return scale_c(M, N, beta, C, ldc);
   isa = clamp_isa(isa);
   if constexpr (std::is_same_v<TA, bfloat16_t> && std::is_same_v<TB, bfloat16_t>) {
-    if (isa == Isa::avx512bf16) {
+    if (isa >= Isa::avx512bf16) {
       // Pairs of bfloat16 along k, multiplied exactly and summed in float32 by vdpbf16ps.
       constexpr int MR = 8, NR = 32;
       const auto* a16 = reinterpret_cast<const uint16_t*>(A);
@@ -417,7 +404,7 @@ void gemm_packed_rows_b(int64_t M, int64_t N, int64_t K, const float* A, int64_t
       [&](int64_t m0, int64_t mc, int64_t k0, int64_t kc, float* d) { pack_a<float>(false, A, lda, m0, mc, k0, kc, MR, d); },
       [&](int64_t k0, int64_t kc, int64_t n0, int64_t nc, float* d) {
         // NR rows of B at a time into a small buffer (hot in L1/L2), then dealt out to their panel.
-        static thread_local AlignedBuf rows;
+        static thread_local AlignedBuf<float> rows;
         float* t = rows.get(static_cast<size_t>(NR * kc));
         for (int64_t s = 0; s < nc; s += NR) {
           const int64_t nr = std::min<int64_t>(NR, nc - s);

@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
+#include <new>
 
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/threading.h"
@@ -27,6 +29,20 @@
 #define KILN_T512BF16 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,avx2,fma,f16c")))
 
 namespace kiln::cpu::gemm_detail {
+
+// A buffer of T aligned to a cache line, grown on demand (kept per thread by the GEMM drivers).
+template <typename T>
+struct AlignedBuf {
+  std::unique_ptr<T[], void (*)(T*)> p{nullptr, [](T* q) { ::operator delete[](q, std::align_val_t(64)); }};
+  size_t cap = 0;
+  T* get(size_t n) {
+    if (n > cap) {
+      p.reset(static_cast<T*>(::operator new[](n * sizeof(T), std::align_val_t(64))));
+      cap = n;
+    }
+    return p.get();
+  }
+};
 
 inline float to_f32(float x) { return x; }
 inline float to_f32(bfloat16_t x) {

@@ -10,6 +10,7 @@
 #include <array>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 
 #include "backend/cpu/blas.h"
 #include "backend/cpu/cpu_features.h"
@@ -113,6 +114,15 @@ struct ScaleReader {
     }
   }
 };
+
+// Codes that bfloat16 holds exactly (integers up to 255, fp4 and fp8 values) as its bit patterns.
+void codes_to_bf16(const float* f, uint16_t* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t u;
+    std::memcpy(&u, f + i, 4);
+    dst[i] = static_cast<uint16_t>(u >> 16);
+  }
+}
 
 template <typename T>
 void store_rows(const float* src, int64_t ld_src, T* dst, int64_t ld_dst, int64_t rows, int64_t cols) {
@@ -227,6 +237,42 @@ void fast_qmm(const FastCall& c, QuantizationMode mode, const std::vector<std::p
       store_rows(src + r0 * ld, ld, dst + r0 * N, N, static_cast<int64_t>(r1 - r0), cols);
     });
   };
+  // On CPUs with AMX, x · Wᵀ multiplies the codes (exact in bfloat16) with x split into three bfloat16
+  // planes in tile products, then scales each group's sums (cpu::qgemm_amx, float32-accurate). It declines
+  // (and the paths below run) for groups that are not a multiple of 32 and for x with inf or NaN.
+  if (c.transpose && cpu::amx_usable() && c.gs % 32 == 0) {
+    std::vector<float> cbuf(kF32 ? 0 : static_cast<size_t>(M * N));
+    bool done = true;
+    for (size_t job = 0; job < jobs.size() && done; ++job) {
+      const auto m = mat(jobs[job].second);
+      const float* xm = c.X + jobs[job].first * M * K;
+      std::vector<float> sbuf, bbuf;
+      int64_t ld_sb = 0, ld_b = 0;
+      const float* sc = rd.read_block(m.s, N, c.row_groups, c.row_groups, sbuf, &ld_sb);
+      const float* bi = affine ? rd.read_block(m.b, N, c.row_groups, c.row_groups, bbuf, &ld_b) : nullptr;
+      const cpu::CodesB codes = [&](int64_t n0, int64_t nr, int64_t k0, int64_t kc, uint16_t* dst, int64_t ldd) {
+        // 4- and 8-bit codes straight to bfloat16; the others through the dequantizer with unit scales and
+        // zero biases, then their top 16 bits.
+        static thread_local std::vector<float> f, ones, zeros;
+        const int64_t ng = kc / c.gs, g0 = k0 / c.gs;
+        f.resize(static_cast<size_t>(kc));
+        ones.assign(static_cast<size_t>(ng), 1.0f);
+        zeros.assign(static_cast<size_t>(ng), 0.0f);
+        for (int64_t r = 0; r < nr; ++r) {
+          const uint8_t* src = m.w + (n0 + r) * c.row_bytes + g0 * c.gs * c.bits / 8;
+          if (affine && simd::codes_bf16_avx512(src, kc, c.bits, dst + r * ldd)) continue;
+          c.ops->dequant(m.w + (n0 + r) * c.row_bytes + g0 * c.gs * c.bits / 8, ones.data(),
+                         affine ? zeros.data() : nullptr, ng, c.gs, c.bits, c.kind, f.data());
+          codes_to_bf16(f.data(), dst + r * ldd, kc);
+        }
+      };
+      T* om = o + static_cast<int64_t>(job) * M * N;
+      float* cm = kF32 ? reinterpret_cast<float*>(om) : cbuf.data();
+      done = cpu::qgemm_amx(M, N, K, xm, K, c.gs, codes, sc, bi, ld_sb, cm, N);
+      if (done && !kF32) store_out(cbuf.data(), N, om, N);
+    }
+    if (done) return;
+  }
   // Prefill-sized products of x · Wᵀ (the nn.Linear layout): kiln's packed GEMM with the weights
   // dequantized straight into its packed panels, a (32 rows × 256 k) block at a time inside each GEMM
   // task, so no float copy of W is written and read back and no pass runs before the product. Up to 2

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include <kiln/kiln.h>
 #include <kiln/ops/quantized.h>
 
+#include "backend/cpu/gemm/gemm.h"
 #include "backend/cpu/kernels/quantized/quantized_kernels.h"
 #include "unit/fast_test_util.h"
 
@@ -50,7 +52,9 @@ std::vector<QmmIsa> isas() {
   return v;
 }
 
-const char* isa_name(QmmIsa i) { return i == QmmIsa::Avx512 ? "avx512" : i == QmmIsa::Avx2 ? "avx2" : "scalar"; }
+const char* isa_name(QmmIsa i) {
+  return i == QmmIsa::Amx ? "amx" : i == QmmIsa::Avx512 ? "avx512" : i == QmmIsa::Avx2 ? "avx2" : "scalar";
+}
 
 // Restores the default instruction set when a test ends.
 struct IsaGuard {
@@ -251,6 +255,101 @@ TEST(QmmKernelsPrefill, DequantIntoPanelsMatchesReferenceAndUnfused) {
   }
 }
 
+// The AMX product (cpu::qgemm_amx: x in three bfloat16 planes, exact codes, per-group scales) at the
+// shapes its blocking has edges for: rows of x not a multiple of 16 or 32 and more than one 256-row pass,
+// weight rows not a multiple of 16, 32 or 64 (one row too), every group size it takes and every code
+// kind; against float64 with the float32 bound and against the float32 fused path (summation order
+// only). A CPU without AMX has no such path to test and reports the case skipped.
+TEST(QmmKernelsAmx, EdgesModesAndWidthsMatchReferenceAndFloat32Path) {
+  if (mx::quant::qmm_best_isa() != QmmIsa::Amx) GTEST_SKIP() << "this CPU (or OS) gives no AMX-BF16";
+  IsaGuard guard;
+  int checked = 0;
+  for (const QSpec& q : {QSpec{"affine", 64, 4}, QSpec{"affine", 32, 2}, QSpec{"affine", 128, 8},
+                         QSpec{"affine", 64, 3}, QSpec{"affine", 32, 5}, QSpec{"affine", 64, 6},
+                         QSpec{"mxfp4", 32, 4}, QSpec{"mxfp8", 32, 8}}) {
+    struct Sh {
+      int M;
+      int64_t N, K;
+    };
+    for (const Sh& sh : {Sh{17, 1, 2 * q.gs}, Sh{33, 65, 4 * q.gs}, Sh{300, 31, 2 * q.gs}, Sh{48, 130, 384}}) {
+      if (sh.K % q.gs != 0) continue;
+      Quantized qw = make_quantized(q, {int(sh.N), int(sh.K)}, mx::float32, 600u + static_cast<uint32_t>(sh.M));
+      auto x = rand_array({sh.M, int(sh.K)}, mx::float32, 700u + static_cast<uint32_t>(sh.N));
+      std::vector<double> ref, mag;
+      reference(vals(x), qw.W.data(), sh.M, sh.N, sh.K, true, ref, mag);
+      SCOPED_TRACE(spec_name(q) + " M=" + std::to_string(sh.M) + " N=" + std::to_string(sh.N) +
+                   " K=" + std::to_string(sh.K));
+      mx::quant::set_qmm_isa(QmmIsa::Amx);
+      const auto amx = vals(mx::quantized_matmul(x, qw.wq, qw.s, qw.b, true, q.gs, q.bits, q.mode));
+      mx::quant::set_qmm_isa(QmmIsa::Avx512);
+      const auto f32 = vals(mx::quantized_matmul(x, qw.wq, qw.s, qw.b, true, q.gs, q.bits, q.mode));
+      EXPECT_EQ(compare(amx, ref, mag, sh.K, mx::float32), 0);
+      const double tol = 2.0 * (static_cast<double>(sh.K) + 2.0) * 0x1p-24;
+      int bad = 0;
+      for (size_t i = 0; i < amx.size(); ++i) {
+        if (!(std::abs(amx[i] - f32[i]) <= tol * mag[i] + 1e-30)) ++bad;
+      }
+      EXPECT_EQ(bad, 0);
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 28);
+}
+
+// AMX declines what it cannot do exactly and the other paths answer: an x with inf (the planes would
+// turn it into NaN) gives what the float32 path gives, element for element; nvfp4's groups of 16 (under a
+// tile's 32) run the float32 path. cpu::qgemm_amx itself returns false and leaves C as it was.
+TEST(QmmKernelsAmx, DeclinesNonFiniteXAndSmallGroups) {
+  if (mx::quant::qmm_best_isa() != QmmIsa::Amx) GTEST_SKIP() << "this CPU (or OS) gives no AMX-BF16";
+  IsaGuard guard;
+  const QSpec q{"affine", 64, 4};
+  const int M = 40, N = 70, K = 256;
+  Quantized qw = make_quantized(q, {N, K}, mx::float32, 801u);
+  std::vector<float> xv(static_cast<size_t>(M * K));
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>((i * 37) % 101) / 50.0f - 1.0f;
+  xv[5 * K + 7] = std::numeric_limits<float>::infinity();
+  xv[30 * K + 100] = -std::numeric_limits<float>::infinity();
+  const mx::array x(xv, mx::Shape{M, K});
+  mx::quant::set_qmm_isa(QmmIsa::Amx);
+  const auto amx = vals(mx::quantized_matmul(x, qw.wq, qw.s, qw.b, true, q.gs, q.bits, q.mode));
+  mx::quant::set_qmm_isa(QmmIsa::Avx512);
+  const auto f32 = vals(mx::quantized_matmul(x, qw.wq, qw.s, qw.b, true, q.gs, q.bits, q.mode));
+  int infs = 0;
+  for (size_t i = 0; i < amx.size(); ++i) {
+    if (std::isnan(f32[i])) {
+      EXPECT_TRUE(std::isnan(amx[i])) << i;
+    } else {
+      EXPECT_EQ(amx[i], f32[i]) << i;
+    }
+    infs += std::isinf(amx[i]) ? 1 : 0;
+  }
+  EXPECT_GE(infs, N);  // rows 5 and 30 are infinite (or NaN where a weight is 0)
+  // nvfp4 (groups of 16) at the AMX level: the float32 path's result, against float64.
+  const QSpec nv{"nvfp4", 16, 4};
+  Quantized qn = make_quantized(nv, {N, K}, mx::float32, 802u);
+  auto xn = rand_array({M, K}, mx::float32, 803u);
+  std::vector<double> ref, mag;
+  reference(vals(xn), qn.W.data(), M, N, K, true, ref, mag);
+  mx::quant::set_qmm_isa(QmmIsa::Amx);
+  EXPECT_EQ(compare(vals(mx::quantized_matmul(xn, qn.wq, qn.s, qn.b, true, nv.gs, nv.bits, nv.mode)), ref, mag, K,
+                    mx::float32),
+            0);
+  // The primitive: groups of 16, K not a multiple of the group, and inf in A are declined, C untouched.
+  std::vector<float> a(static_cast<size_t>(32 * 64), 1.0f), s(64, 1.0f), c(32 * 32, 7.0f);
+  const mx::cpu::CodesB codes = [](int64_t, int64_t nr, int64_t, int64_t kc, uint16_t* dst, int64_t ldd) {
+    for (int64_t r = 0; r < nr; ++r) std::fill(dst + r * ldd, dst + r * ldd + kc, uint16_t(0x3f80));
+  };
+  EXPECT_FALSE(mx::cpu::qgemm_amx(32, 32, 64, a.data(), 64, 16, codes, s.data(), nullptr, 4, c.data(), 32));
+  EXPECT_FALSE(mx::cpu::qgemm_amx(32, 32, 48, a.data(), 48, 32, codes, s.data(), nullptr, 1, c.data(), 32));
+  a[100] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_FALSE(mx::cpu::qgemm_amx(32, 32, 64, a.data(), 64, 32, codes, s.data(), nullptr, 2, c.data(), 32));
+  for (float v : c) ASSERT_EQ(v, 7.0f);
+  // With A finite again it runs: every code 1 and scale 1, so each output is its row's sum, 64.
+  a[100] = 1.0f;
+  ASSERT_TRUE(mx::cpu::qgemm_amx(32, 32, 64, a.data(), 64, 32, codes, s.data(), nullptr, 2, c.data(), 32));
+  for (float v : c) ASSERT_EQ(v, 64.0f);
+}
+
 // x with strides (a transposed view, a strided slice) and with a batch axis folded into its rows.
 TEST(QmmKernelsLayout, StridedAndBatchedX) {
   IsaGuard guard;
@@ -377,8 +476,10 @@ TEST(QmmKernelsIsa, OverrideClampsToCpu) {
   IsaGuard guard;
   mx::quant::set_qmm_isa(QmmIsa::Scalar);
   EXPECT_EQ(mx::quant::qmm_isa(), QmmIsa::Scalar);
-  mx::quant::set_qmm_isa(QmmIsa::Avx512);
+  mx::quant::set_qmm_isa(QmmIsa::Amx);
   EXPECT_EQ(mx::quant::qmm_isa(), mx::quant::qmm_best_isa());
+  mx::quant::set_qmm_isa(QmmIsa::Avx512);
+  EXPECT_EQ(mx::quant::qmm_isa(), std::min(QmmIsa::Avx512, mx::quant::qmm_best_isa()));
   mx::quant::set_qmm_isa(QmmIsa::Avx2);
   EXPECT_EQ(mx::quant::qmm_isa(), std::min(QmmIsa::Avx2, mx::quant::qmm_best_isa()));
 }
@@ -419,6 +520,37 @@ TEST(QmmKernelsAccuracy, GroupSumsAsAccurateAsDequantizing) {
           EXPECT_LE(e, 1.5 * base);
         }
       }
+    }
+  }
+}
+
+// The AMX prefill product (x in three bfloat16 planes, per-group scaling of the tile sums, bias through
+// Σ_group x) against dequantizing first (the portable path: MLX's way on its CPU): the same measure and
+// bound as above, at prefill sizes, for x of one sign and of both.
+TEST(QmmKernelsAccuracy, AmxPlanesAsAccurateAsDequantizing) {
+  if (mx::quant::qmm_best_isa() != QmmIsa::Amx) GTEST_SKIP() << "this CPU (or OS) gives no AMX-BF16";
+  IsaGuard guard;
+  const int64_t N = 96, K = 2816;
+  for (const QSpec& q : {QSpec{"affine", 64, 4}, QSpec{"affine", 32, 4}, QSpec{"affine", 128, 8},
+                         QSpec{"mxfp4", 32, 4}}) {
+    Quantized qw = make_quantized(q, {int(N), int(K)}, mx::float32, 41u);
+    for (float lo : {0.0f, -2.0f}) {
+      const int M = 64;
+      auto x = rand_array({M, int(K)}, mx::float32, 42u, lo, 2.0f);
+      std::vector<double> ref, mag;
+      reference(vals(x), qw.W.data(), M, N, K, true, ref, mag);
+      auto rms = [&](QmmIsa isa) {
+        mx::quant::set_qmm_isa(isa);
+        const std::vector<double> y = vals(mx::quantized_matmul(x, qw.wq, qw.s, qw.b, true, q.gs, q.bits, q.mode));
+        double s = 0;
+        for (size_t i = 0; i < y.size(); ++i) s += std::pow((y[i] - ref[i]) / mag[i], 2);
+        return std::sqrt(s / static_cast<double>(y.size()));
+      };
+      const double base = rms(QmmIsa::Scalar), f32 = rms(QmmIsa::Avx512), e = rms(QmmIsa::Amx);
+      EXPECT_GT(base, 0.0);
+      std::printf("[accuracy] %s amx M=%d x>=%g: rms rel err %.3g (portable %.3g, avx512 %.3g)\n",
+                  spec_name(q).c_str(), M, lo, e, base, f32);
+      EXPECT_LE(e, 1.5 * base) << spec_name(q) << " x from " << lo;
     }
   }
 }

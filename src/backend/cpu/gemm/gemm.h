@@ -55,8 +55,10 @@ void gemm_packed_rows_b(int64_t M, int64_t N, int64_t K, const float* A, int64_t
                         const RowsB& rows_b, float* C, int64_t ldc, Isa isa = isa_level());
 
 // ---- AMX (gemm_amx.cpp)
+// Whether Linux granted this process the AMX tile data state (asked once; false off Linux and x86-64).
+bool amx_permitted();
 // Whether AMX tile products may run: the level (cpu::isa_level(), KILN_CPU_ISA can lower it) is amx and
-// Linux granted this process the tile data state (asked once).
+// the tile state is permitted.
 bool amx_usable();
 
 // Writes the codes of a grouped-scale matrix B (N×K) as bfloat16 bit patterns (values bfloat16 holds

@@ -255,7 +255,8 @@ KILN_TAMX void run_task(const Pass& p, int64_t n0, int64_t m_out0) {
   }
 }
 
-// The process's permission to use the AMX tile data state (Linux asks for it per process, once).
+}  // namespace
+
 bool amx_permitted() {
 #if defined(__linux__) && defined(__x86_64__)
   static const bool ok = [] {
@@ -267,8 +268,6 @@ bool amx_permitted() {
   return false;
 #endif
 }
-
-}  // namespace
 
 bool amx_usable() { return isa_level() >= Isa::amx && amx_permitted(); }
 

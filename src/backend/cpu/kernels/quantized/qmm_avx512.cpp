@@ -232,13 +232,14 @@ const Ops& avx512_ops() {
   return ops;
 }
 
-KQ_TARGET bool codes_bf16_avx512(const uint8_t* p, int64_t n, int bits, uint16_t* dst) {
+KQ_TARGET bool codes_bf16_avx512(const uint8_t* p, int64_t n, int bits, int center, uint16_t* dst) {
   if (bits == 4 && n % 32 == 0) {
     // Byte i holds codes 2i (low nibble) and 2i + 1: one 32-bit pair of bfloat16 per byte, looked up in a
-    // table of the bfloat16 patterns of 0 .. 15.
-    const __m512i lut =
-        _mm512_srli_epi32(_mm512_castps_si512(_mm512_cvtepi32_ps(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
-                                                                                   11, 12, 13, 14, 15))), 16);
+    // table of the bfloat16 patterns of 0 − center .. 15 − center.
+    const __m512i lut = _mm512_srli_epi32(
+        _mm512_castps_si512(_mm512_cvtepi32_ps(_mm512_sub_epi32(
+            _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(center)))),
+        16);
     const __m512i words = _mm512_permutexvar_epi16(
         _mm512_set_epi16(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0, 30, 28, 26, 24, 22, 20, 18, 16, 14,
                          12, 10, 8, 6, 4, 2, 0),
@@ -255,7 +256,8 @@ KQ_TARGET bool codes_bf16_avx512(const uint8_t* p, int64_t n, int bits, uint16_t
   }
   if (bits == 8 && n % 16 == 0) {
     for (int64_t i = 0; i < n; i += 16, p += 16, dst += 16) {
-      const __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+      const __m512 f = _mm512_cvtepi32_ps(_mm512_sub_epi32(
+          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), _mm512_set1_epi32(center)));
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst),
                           _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(f), 16)));
     }

@@ -72,9 +72,10 @@ inline void perm_nibbles(uint8_t* p, int n) {
 
 const Ops& avx512_ops();
 
-// The affine codes of n values packed at p (bits 4 or 8, n a multiple of 32) as bfloat16 bit patterns in
-// natural order, for the AMX product (quantized_matmul.cpp). Returns false (nothing written) for other bits.
-bool codes_bf16_avx512(const uint8_t* p, int64_t n, int bits, uint16_t* dst);
+// The affine codes of n values packed at p (bits 4 or 8, n a multiple of 32), less `center`, as bfloat16
+// bit patterns in natural order, for the AMX product (quantized_matmul.cpp). Returns false (nothing
+// written) for other bits.
+bool codes_bf16_avx512(const uint8_t* p, int64_t n, int bits, int center, uint16_t* dst);
 const Ops& avx2_ops();
 
 }  // namespace kiln::quant::simd

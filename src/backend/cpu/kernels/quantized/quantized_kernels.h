@@ -122,7 +122,8 @@ void dequant_groups(const uint8_t* row, const S* scales, const S* biases, int64_
 // path). By default cpu::isa_level() (backend/cpu/cpu_features.h: the best the CPU has, lowered by
 // KILN_CPU_ISA=avx512|avx2|scalar); set_qmm_isa() (for tests) asks for a lower one. A request above what
 // the CPU has gets the best it has.
-enum class QmmIsa : int { Scalar = 0, Avx2 = 1, Avx512 = 2 };
+// Amx: the AVX-512 kernels, with prefill-sized x · Wᵀ on AMX tiles (cpu::qgemm_amx).
+enum class QmmIsa : int { Scalar = 0, Avx2 = 1, Avx512 = 2, Amx = 3 };
 QmmIsa qmm_best_isa();
 QmmIsa qmm_isa();
 void set_qmm_isa(std::optional<QmmIsa> isa);  // nullopt: back to KILN_CPU_ISA / the CPU's best

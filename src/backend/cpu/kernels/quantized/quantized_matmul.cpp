@@ -31,6 +31,7 @@ namespace {
 
 // The CPU's levels (backend/cpu/cpu_features.h: detection, and KILN_CPU_ISA) as the kernels' paths.
 QmmIsa from_cpu(cpu::Isa i) {
+  if (i >= cpu::Isa::amx && cpu::amx_permitted()) return QmmIsa::Amx;
   return i >= cpu::Isa::avx512 ? QmmIsa::Avx512 : i == cpu::Isa::avx2 ? QmmIsa::Avx2 : QmmIsa::Scalar;
 }
 
@@ -138,6 +139,7 @@ struct FastCall {
   int gs, bits;
   bool transpose;
   int64_t M, N, K, row_bytes, row_groups;
+  bool amx;        // prefill-sized x · Wᵀ on AMX tiles
   const float* X;  // x rows, float, batch-major
   int64_t x_rows;
 };
@@ -238,37 +240,48 @@ void fast_qmm(const FastCall& c, QuantizationMode mode, const std::vector<std::p
     });
   };
   // On CPUs with AMX, x · Wᵀ multiplies the codes (exact in bfloat16) with x split into three bfloat16
-  // planes in tile products, then scales each group's sums (cpu::qgemm_amx, float32-accurate). It declines
-  // (and the paths below run) for groups that are not a multiple of 32 and for x with inf or NaN.
-  if (c.transpose && cpu::amx_usable() && c.gs % 32 == 0) {
+  // planes in tile products, then scales each group's sums (cpu::qgemm_amx, float32-accurate). Affine
+  // codes are centered as in the decode kernels' group sums (q − 2^(bits−1), bias b + s·2^(bits−1)), so
+  // neither term outgrows the result when x has one sign. It declines (and the paths below run) for
+  // groups that are not a multiple of 32 and for x with inf or NaN.
+  if (c.transpose && c.amx && c.gs % 32 == 0) {
     std::vector<float> cbuf(kF32 ? 0 : static_cast<size_t>(M * N));
+    const int center = affine ? 1 << (c.bits - 1) : 0;
     bool done = true;
     for (size_t job = 0; job < jobs.size() && done; ++job) {
       const auto m = mat(jobs[job].second);
       const float* xm = c.X + jobs[job].first * M * K;
-      std::vector<float> sbuf, bbuf;
+      std::vector<float> sbuf, bbuf, bc;
       int64_t ld_sb = 0, ld_b = 0;
       const float* sc = rd.read_block(m.s, N, c.row_groups, c.row_groups, sbuf, &ld_sb);
-      const float* bi = affine ? rd.read_block(m.b, N, c.row_groups, c.row_groups, bbuf, &ld_b) : nullptr;
+      if (affine) {
+        const float* bi = rd.read_block(m.b, N, c.row_groups, c.row_groups, bbuf, &ld_b);
+        bc.resize(static_cast<size_t>(N * c.row_groups));
+        for (int64_t n = 0; n < N; ++n) {
+          for (int64_t g = 0; g < c.row_groups; ++g) {
+            bc[n * c.row_groups + g] = bi[n * ld_b + g] + sc[n * ld_sb + g] * static_cast<float>(center);
+          }
+        }
+      }
       const cpu::CodesB codes = [&](int64_t n0, int64_t nr, int64_t k0, int64_t kc, uint16_t* dst, int64_t ldd) {
-        // 4- and 8-bit codes straight to bfloat16; the others through the dequantizer with unit scales and
-        // zero biases, then their top 16 bits.
-        static thread_local std::vector<float> f, ones, zeros;
+        // 4- and 8-bit codes straight to bfloat16; the others through the dequantizer with unit scales
+        // and biases −center, then their top 16 bits.
+        static thread_local std::vector<float> f, ones, shift;
         const int64_t ng = kc / c.gs, g0 = k0 / c.gs;
         f.resize(static_cast<size_t>(kc));
         ones.assign(static_cast<size_t>(ng), 1.0f);
-        zeros.assign(static_cast<size_t>(ng), 0.0f);
+        shift.assign(static_cast<size_t>(ng), -static_cast<float>(center));
         for (int64_t r = 0; r < nr; ++r) {
           const uint8_t* src = m.w + (n0 + r) * c.row_bytes + g0 * c.gs * c.bits / 8;
-          if (affine && simd::codes_bf16_avx512(src, kc, c.bits, dst + r * ldd)) continue;
-          c.ops->dequant(m.w + (n0 + r) * c.row_bytes + g0 * c.gs * c.bits / 8, ones.data(),
-                         affine ? zeros.data() : nullptr, ng, c.gs, c.bits, c.kind, f.data());
+          if (affine && simd::codes_bf16_avx512(src, kc, c.bits, center, dst + r * ldd)) continue;
+          c.ops->dequant(src, ones.data(), affine ? shift.data() : nullptr, ng, c.gs, c.bits, c.kind, f.data());
           codes_to_bf16(f.data(), dst + r * ldd, kc);
         }
       };
       T* om = o + static_cast<int64_t>(job) * M * N;
       float* cm = kF32 ? reinterpret_cast<float*>(om) : cbuf.data();
-      done = cpu::qgemm_amx(M, N, K, xm, K, c.gs, codes, sc, bi, ld_sb, cm, N);
+      // (the scales' row stride is row_groups whether read in place or converted, as is bc's)
+      done = cpu::qgemm_amx(M, N, K, xm, K, c.gs, codes, sc, affine ? bc.data() : nullptr, ld_sb, cm, N);
       if (done && !kF32) store_out(cbuf.data(), N, om, N);
     }
     if (done) return;
@@ -410,7 +423,8 @@ void qmm_kernel(const Node& node, const std::vector<array>& in, array& out,
                     affine ? bp + batch_offset(bi, wb) : nullptr};
       };
       FastCall c{};
-      c.ops = isa == QmmIsa::Avx512 ? &simd::avx512_ops() : &simd::avx2_ops();
+      c.ops = isa >= QmmIsa::Avx512 ? &simd::avx512_ops() : &simd::avx2_ops();
+      c.amx = isa == QmmIsa::Amx;
       c.kind = affine ? simd::Kind::Affine : mode == QuantizationMode::Mxfp8 ? simd::Kind::Fp8 : simd::Kind::Fp4;
       c.gs = gs;
       c.bits = bits;

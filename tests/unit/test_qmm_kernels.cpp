@@ -56,6 +56,9 @@ const char* isa_name(QmmIsa i) {
   return i == QmmIsa::Amx ? "amx" : i == QmmIsa::Avx512 ? "avx512" : i == QmmIsa::Avx2 ? "avx2" : "scalar";
 }
 
+// Whether the AMX product runs in this process (the CPU and OS have it and KILN_CPU_ISA leaves it on).
+bool amx_here() { return mx::quant::qmm_best_isa() == QmmIsa::Amx && mx::cpu::amx_usable(); }
+
 // Restores the default instruction set when a test ends.
 struct IsaGuard {
   ~IsaGuard() { mx::quant::set_qmm_isa(std::nullopt); }
@@ -261,7 +264,7 @@ TEST(QmmKernelsPrefill, DequantIntoPanelsMatchesReferenceAndUnfused) {
 // kind; against float64 with the float32 bound and against the float32 fused path (summation order
 // only). A CPU without AMX has no such path to test and reports the case skipped.
 TEST(QmmKernelsAmx, EdgesModesAndWidthsMatchReferenceAndFloat32Path) {
-  if (mx::quant::qmm_best_isa() != QmmIsa::Amx) GTEST_SKIP() << "this CPU (or OS) gives no AMX-BF16";
+  if (!amx_here()) GTEST_SKIP() << "no AMX-BF16 here (the CPU or OS has none, or KILN_CPU_ISA is lower)";
   IsaGuard guard;
   int checked = 0;
   for (const QSpec& q : {QSpec{"affine", 64, 4}, QSpec{"affine", 32, 2}, QSpec{"affine", 128, 8},
@@ -300,7 +303,7 @@ TEST(QmmKernelsAmx, EdgesModesAndWidthsMatchReferenceAndFloat32Path) {
 // turn it into NaN) gives what the float32 path gives, element for element; nvfp4's groups of 16 (under a
 // tile's 32) run the float32 path. cpu::qgemm_amx itself returns false and leaves C as it was.
 TEST(QmmKernelsAmx, DeclinesNonFiniteXAndSmallGroups) {
-  if (mx::quant::qmm_best_isa() != QmmIsa::Amx) GTEST_SKIP() << "this CPU (or OS) gives no AMX-BF16";
+  if (!amx_here()) GTEST_SKIP() << "no AMX-BF16 here (the CPU or OS has none, or KILN_CPU_ISA is lower)";
   IsaGuard guard;
   const QSpec q{"affine", 64, 4};
   const int M = 40, N = 70, K = 256;
@@ -528,7 +531,7 @@ TEST(QmmKernelsAccuracy, GroupSumsAsAccurateAsDequantizing) {
 // Σ_group x) against dequantizing first (the portable path: MLX's way on its CPU): the same measure and
 // bound as above, at prefill sizes, for x of one sign and of both.
 TEST(QmmKernelsAccuracy, AmxPlanesAsAccurateAsDequantizing) {
-  if (mx::quant::qmm_best_isa() != QmmIsa::Amx) GTEST_SKIP() << "this CPU (or OS) gives no AMX-BF16";
+  if (!amx_here()) GTEST_SKIP() << "no AMX-BF16 here (the CPU or OS has none, or KILN_CPU_ISA is lower)";
   IsaGuard guard;
   const int64_t N = 96, K = 2816;
   for (const QSpec& q : {QSpec{"affine", 64, 4}, QSpec{"affine", 32, 4}, QSpec{"affine", 128, 8},

@@ -120,7 +120,7 @@ void dequant_groups(const uint8_t* row, const S* scales, const S* biases, int64_
 // The instruction set of the QuantizedMatmul / GatherQMM kernels (qmm_avx512.cpp, qmm_avx2.cpp, or the
 // portable dequantize-then-multiply path in quantized_matmul.cpp; float64 always takes the portable
 // path). By default cpu::isa_level() (backend/cpu/cpu_features.h: the best the CPU has, lowered by
-// KILN_CPU_ISA=avx512|avx2|scalar); set_qmm_isa() (for tests) asks for a lower one. A request above what
+// KILN_CPU_ISA=amx|avx512bf16|avx512|avx2|scalar); set_qmm_isa() (for tests) asks for a lower one. A request above what
 // the CPU has gets the best it has.
 // Amx: the AVX-512 kernels, with prefill-sized x · Wᵀ on AMX tiles (cpu::qgemm_amx).
 enum class QmmIsa : int { Scalar = 0, Avx2 = 1, Avx512 = 2, Amx = 3 };

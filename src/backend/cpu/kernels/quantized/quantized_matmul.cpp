@@ -2,8 +2,10 @@
 //
 // float32 / float16 / bfloat16 x (float32 accumulation) on a CPU with AVX2 or AVX-512: the vectorized
 // kernels of qmm_simd.h. For few rows of x (decoding) they read the packed weights directly and expand
-// them to floats in registers, threaded over output columns (and GatherQMM's jobs). For many rows they
-// dequantize a panel of the weight once (vectorized, in parallel) and multiply it with cpu::gemm.
+// them to floats in registers, threaded over output columns (and GatherQMM's jobs). For many rows of
+// x · Wᵀ: on CPUs with AMX, tile products of the codes with x split into bfloat16 planes
+// (cpu::qgemm_amx); otherwise the weights dequantized into the packed GEMM's panels (up to 256 rows) or
+// a dequantized panel and cpu::gemm.
 // float64 (and KILN_CPU_ISA=scalar): the portable path, which dequantizes tiles into float (double) and
 // uses dot / axpy for few rows, cpu::gemm for many.
 #include <algorithm>

@@ -229,6 +229,11 @@ struct ImportOptions {
 ImportedFunction import_function(const std::string& file);
 ImportedFunction import_function(const std::string& file, const ImportOptions& options);
 
+// kiln extension: build now the one-time tables that the first import_function (or the first evaluation)
+// would otherwise build: the primitive registry, each MLX release's file layouts, the CPU kernel table
+// (~0.1-0.2 ms). `import kiln` calls it, as importing MLX registers MLX's; calling it again does nothing.
+void prepare_import();
+
 // kiln extension (converters such as `kiln to-onnx`): function `function` (0-based, in file order) of an
 // imported file sent to `callback` as the export callback events MLX's exporter would send for it
 // (inputs, keyword_inputs, outputs, constants, one primitive event per tape node). Throws

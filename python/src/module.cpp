@@ -1,4 +1,6 @@
 // The extension module kiln._core; python/kiln/__init__.py re-exports it as `kiln`.
+#include <kiln/export.h>
+
 #include "bindings.h"
 
 NB_MODULE(_core, m) {
@@ -20,4 +22,7 @@ NB_MODULE(_core, m) {
   init_io(m);
   init_memory(m);
   init_transforms(m);
+  // The registry, the file layouts and the kernel table, built here rather than in the first
+  // import_function or evaluation (as importing mlx registers MLX's).
+  kiln::prepare_import();
 }

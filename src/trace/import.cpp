@@ -3,6 +3,7 @@
 #include <map>
 #include <mutex>
 
+#include "core/kernels.h"
 #include "format/callback.h"
 #include "format/codec.h"
 #include "format/validate.h"
@@ -162,5 +163,12 @@ void export_events(const ImportedFunction& fn, size_t function, const ExportCall
 }
 
 ImportedFunction import_function(const std::string& file) { return import_function(file, ImportOptions{}); }
+
+void prepare_import() {
+  // The primitive registry (every family's rows), each release's layouts of them (the first lookup builds
+  // and checks the table) and the CPU kernel table.
+  format::find_disk_name("Add", format::newest_known());
+  detail::kernels_for(Device::cpu);
+}
 
 }  // namespace kiln

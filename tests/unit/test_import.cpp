@@ -21,6 +21,22 @@ namespace {
 std::vector<mx::array> one(mx::array a) { return {std::move(a)}; }
 }  // namespace
 
+// prepare_import builds the one-time tables ahead of the first import (Python's `import kiln` calls it);
+// calling it again, before or after importing, changes nothing: the file imports and runs the same.
+TEST(Import, PrepareImportAheadAndAgain) {
+  mx::prepare_import();
+  auto path = temp_file("prepare");
+  mx::export_function(path, [](const mx::Args& a) { return one(mx::multiply(a[0], a[0])); }, {mx::zeros({3})});
+  mx::prepare_import();
+  auto f = mx::import_function(path);
+  mx::prepare_import();
+  auto out = f({mx::array({1.0f, 2.0f, 3.0f})});
+  ASSERT_EQ(out.size(), 1u);
+  out[0].eval();
+  const float* y = out[0].data<float>();
+  EXPECT_EQ(std::vector<float>(y, y + 3), (std::vector<float>{1.0f, 4.0f, 9.0f}));
+}
+
 TEST(Import, NoMatchMessage) {
   auto path = temp_file("nomatch");
   mx::export_function(

@@ -158,10 +158,14 @@ TEST_P(GemmKernels, ManyBlocks) {
   check_one<float>(Algo::packed, GetParam(), false, true, 300, 700, 520, 1.0f, 0.0f, g);
   check_one<mx::float16_t>(Algo::packed, GetParam(), true, false, 257, 65, 40, 0.5f, 1.0f, g);
   check_one<float>(Algo::skinny, GetParam(), true, true, 8, 5000, 70, 1.0f, 0.0f, g);
+  // bfloat16 x · Wᵀ with K a multiple of 32 (the AMX tiles at Isa::amx): more than one 256-row pass of A,
+  // a partial last block of 32 and of 64 rows of B, alpha and beta.
+  check_one<mx::bfloat16_t>(Algo::packed, GetParam(), false, true, 300, 130, 96, -0.5f, 0.25f, g);
+  check_one<mx::bfloat16_t>(Algo::packed, GetParam(), false, true, 40, 33, 320, 1.0f, 0.0f, g);
 }
 
 INSTANTIATE_TEST_SUITE_P(Isa, GemmKernels, ::testing::Values(cpu::Isa::scalar, cpu::Isa::avx2, cpu::Isa::avx512,
-                                                          cpu::Isa::avx512bf16),
+                                                          cpu::Isa::avx512bf16, cpu::Isa::amx),
                          [](const ::testing::TestParamInfo<cpu::Isa>& i) { return std::string(cpu::isa_name(i.param)); });
 
 TEST(GemmIsa, ParseAndLevel) {

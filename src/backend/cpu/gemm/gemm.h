@@ -72,6 +72,13 @@ using CodesB = std::function<void(int64_t n0, int64_t nr, int64_t k0, int64_t kc
 bool qgemm_amx(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, int64_t gs, const CodesB& codes,
                const float* S, const float* Bias, int64_t ld_sb, float* C, int64_t ldc);
 
+// C (M×N, row-major, ldc) = alpha · A · Bᵀ + beta · C for bfloat16 A (M×K, row-major, lda) and B (N×K,
+// row-major, ldb) on AMX tiles: exact products, float32 sums (denormals flushed, as vdpbf16ps). Returns
+// false, with C not written, when AMX is not usable or K is not a multiple of 32. With beta == 0, C is
+// not read.
+bool gemm_amx_bf16(int64_t M, int64_t N, int64_t K, float alpha, const uint16_t* A, int64_t lda, const uint16_t* B,
+                   int64_t ldb, float beta, float* C, int64_t ldc);
+
 // Up to this many rows of C, gemm_f32 uses the skinny kernels.
 inline constexpr int64_t kSkinnyMaxM = 8;
 

@@ -255,6 +255,112 @@ KILN_TAMX void run_task(const Pass& p, int64_t n0, int64_t m_out0) {
   }
 }
 
+// ---- bfloat16 × bfloat16 (gemm_amx_bf16): one plane each, products exact, no groups.
+
+// Rows [m0, m0 + 16) of a bfloat16 A (rows past M zero) as the B-operand tiles of every k step, at
+// xt + (ks · nmt + mt) · 512.
+KILN_TAMX void pack_rows_bf16(const uint16_t* A, int64_t lda, int64_t M, int64_t m0, int64_t K, int64_t nmt,
+                              int64_t mt, uint16_t* xt) {
+  const int64_t nks = K / 32;
+  for (int64_t ks = 0; ks < nks; ++ks) {
+    __m512i r[16];
+    for (int i = 0; i < 16; ++i) {
+      const int64_t m = m0 + i;
+      r[i] = m < M ? _mm512_loadu_si512(A + m * lda + ks * 32) : _mm512_setzero_si512();
+    }
+    transpose16(r);
+    uint16_t* dst = xt + (ks * nmt + mt) * 512;
+    for (int j = 0; j < 16; ++j) _mm512_store_si512(dst + j * 32, r[j]);
+  }
+}
+
+// Rows n0 .. n0 + 64 of C (as Cᵀ) for every row of A: B's rows are the A operand of the tile product,
+// loaded straight from B (row stride ldb); the tiles of a (32 rows of A, 32 rows of B) block accumulate
+// over k chunks of 256, kept in the Cᵀ panel between chunks.
+KILN_TAMX void run_task_bf16(int64_t M, int64_t N, int64_t K, int64_t Mp, const uint16_t* xt, const uint16_t* B,
+                             int64_t ldb, float alpha, float beta, float* C, int64_t ldc, int64_t n0) {
+  static const TileConfig cfg = [] {
+    TileConfig c;
+    for (int i = 0; i < 8; ++i) {
+      c.colsb[i] = 64;
+      c.rows[i] = 16;
+    }
+    return c;
+  }();
+  _tile_loadconfig(&cfg);
+  static thread_local AlignedBuf<float> abuf;
+  static thread_local AlignedBuf<uint16_t> wbuf;
+  const int64_t nrows = std::min(kNP, N - n0), nblk = (nrows + 31) / 32;
+  const int64_t nmt = Mp / 16, nks = K / 32;
+  float* acc = abuf.get(static_cast<size_t>(kNP * Mp));
+  // A partial last block of B's rows is copied with zero rows after it (tile loads read 16 rows).
+  const uint16_t* wsrc = B + n0 * ldb;
+  int64_t ldw = ldb;
+  if (nrows < nblk * 32) {
+    uint16_t* w = wbuf.get(static_cast<size_t>(nblk * 32 * K));
+    for (int64_t r = 0; r < nblk * 32; ++r) {
+      if (r < nrows) std::memcpy(w + r * K, wsrc + r * ldb, static_cast<size_t>(K) * 2);
+      else std::memset(w + r * K, 0, static_cast<size_t>(K) * 2);
+    }
+    wsrc = w;
+    ldw = K;
+  }
+  constexpr int64_t kChunk = 8;  // k steps of 32 per chunk
+  for (int64_t c0 = 0; c0 < nks; c0 += kChunk) {
+    const int64_t c1 = std::min(nks, c0 + kChunk);
+    for (int64_t mb = 0; mb < nmt; mb += 2) {
+      for (int64_t nb = 0; nb < nblk; ++nb) {
+        float* a = acc + nb * 32 * Mp + mb * 16;  // Cᵀ block (32 rows of B, 32 rows of A)
+        if (c0 == 0) {
+          _tile_zero(0);
+          _tile_zero(1);
+          _tile_zero(2);
+          _tile_zero(3);
+        } else {
+          _tile_loadd(0, a, Mp * 4);
+          _tile_loadd(1, a + 16, Mp * 4);
+          _tile_loadd(2, a + 16 * Mp, Mp * 4);
+          _tile_loadd(3, a + 16 * Mp + 16, Mp * 4);
+        }
+        const uint16_t* wn = wsrc + nb * 32 * ldw;
+        for (int64_t ks = c0; ks < c1; ++ks) {
+          _tile_loadd(4, wn + ks * 32, ldw * 2);
+          _tile_loadd(5, wn + 16 * ldw + ks * 32, ldw * 2);
+          const uint16_t* xp = xt + (ks * nmt + mb) * 512;
+          _tile_loadd(6, xp, 64);
+          _tile_loadd(7, xp + 512, 64);
+          _tile_dpbf16ps(0, 4, 6);
+          _tile_dpbf16ps(1, 4, 7);
+          _tile_dpbf16ps(2, 5, 6);
+          _tile_dpbf16ps(3, 5, 7);
+        }
+        _tile_stored(0, a, Mp * 4);
+        _tile_stored(1, a + 16, Mp * 4);
+        _tile_stored(2, a + 16 * Mp, Mp * 4);
+        _tile_stored(3, a + 16 * Mp + 16, Mp * 4);
+      }
+    }
+  }
+  _tile_release();
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  for (int64_t mt = 0; mt * 16 < M; ++mt) {
+    const int64_t mrows = std::min<int64_t>(16, M - mt * 16);
+    for (int64_t nt = 0; nt * 16 < nrows; ++nt) {
+      const int64_t ncols = std::min<int64_t>(16, nrows - nt * 16);
+      __m512i r[16];
+      for (int i = 0; i < 16; ++i) r[i] = _mm512_load_si512(acc + (nt * 16 + i) * Mp + mt * 16);
+      transpose16(r);
+      const __mmask16 mask = static_cast<__mmask16>((1u << ncols) - 1);
+      for (int64_t i = 0; i < mrows; ++i) {
+        float* c = C + (mt * 16 + i) * ldc + n0 + nt * 16;
+        __m512 v = _mm512_mul_ps(va, _mm512_castsi512_ps(r[i]));
+        if (beta != 0.0f) v = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mask, c), v);
+        _mm512_mask_storeu_ps(c, mask, v);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool amx_permitted() {
@@ -319,6 +425,26 @@ bool qgemm_amx(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, int
   const int64_t ntasks = (N + kNP - 1) / kNP;
   for (int64_t q = 0; q < passes; ++q) {
     run_tasks(ntasks, [&](int64_t t) { run_task(ps[static_cast<size_t>(q)], t * kNP, q * kMaxM); });
+  }
+  return true;
+}
+
+bool gemm_amx_bf16(int64_t M, int64_t N, int64_t K, float alpha, const uint16_t* A, int64_t lda, const uint16_t* B,
+                   int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (!amx_usable() || M <= 0 || N <= 0 || K <= 0 || K % 32 != 0) return false;
+  const int64_t nks = K / 32;
+  for (int64_t m0 = 0; m0 < M; m0 += kMaxM) {
+    const int64_t mq = std::min(kMaxM, M - m0), Mp = (mq + 31) / 32 * 32, nmt = Mp / 16;
+    const auto xbuf = detail::allocate(static_cast<size_t>(nks * Mp * 32) * sizeof(uint16_t) + 64);
+    auto* xt = reinterpret_cast<uint16_t*>((reinterpret_cast<uintptr_t>(xbuf->ptr) + 63) & ~uintptr_t(63));
+    parallel_for(static_cast<size_t>(nmt), 1, [&](size_t b, size_t e) {
+      for (size_t mt = b; mt < e; ++mt) {
+        pack_rows_bf16(A + m0 * lda, lda, mq, static_cast<int64_t>(mt) * 16, K, nmt, static_cast<int64_t>(mt), xt);
+      }
+    });
+    run_tasks((N + kNP - 1) / kNP, [&](int64_t t) {
+      run_task_bf16(mq, N, K, Mp, xt, B, ldb, alpha, beta, C + m0 * ldc, ldc, t * kNP);
+    });
   }
   return true;
 }

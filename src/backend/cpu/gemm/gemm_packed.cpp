@@ -368,6 +368,12 @@ void gemm_packed(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
   if (K <= 0) return scale_c(M, N, beta, C, ldc);
   isa = clamp_isa(isa);
   if constexpr (std::is_same_v<TA, bfloat16_t> && std::is_same_v<TB, bfloat16_t>) {
+    // x · Wᵀ (A's rows and B's rows along k) on AMX tiles where the CPU has them and K allows.
+    if (isa >= Isa::amx && !ta && tb &&
+        gemm_amx_bf16(M, N, K, alpha, reinterpret_cast<const uint16_t*>(A), lda, reinterpret_cast<const uint16_t*>(B),
+                      ldb, beta, C, ldc)) {
+      return;
+    }
     if (isa >= Isa::avx512bf16) {
       // Pairs of bfloat16 along k, multiplied exactly and summed in float32 by vdpbf16ps.
       constexpr int MR = 8, NR = 32;

@@ -7,8 +7,12 @@
 // 2^-27 relative. Each plane times the exact codes is exact in float32, and the tiles add them in float32
 // (round to nearest even), so a group's Σ a·code carries float32 rounding like a float32 dot product; the
 // group sum is then scaled and the bias term added as Bias · Σ_group a, the way the decode kernels do
-// (quantized_matmul.cpp's group sums). AMX treats denormal inputs as zero: a planes' tail below 2^-126
+// (quantized_matmul.cpp passes affine codes centered, q − 2^(bits−1), with the bias moved to match, so
+// neither term outgrows the result). AMX treats denormal inputs as zero: a plane's tail below 2^-126
 // (|a| < ~2^-100) is lost, far below float32 rounding of any sum it enters.
+//
+// Plain bfloat16 × bfloat16 products (gemm_amx_bf16) use the same tiles with one plane each: exact
+// products, float32 sums, B's rows loaded in place.
 //
 // Layout (tile registers: 16 rows of 64 bytes):
 //  - the codes of a block of 32 rows of B are the A operand of the tile product (rows n, 32 k's per row,
@@ -56,6 +60,20 @@ struct alignas(64) TileConfig {
   uint16_t colsb[16] = {};
   uint8_t rows[16] = {};
 };
+
+// This thread's tiles configured as TileConfig says (done at the start of every task; the tasks release
+// the tiles at their end).
+KILN_TAMX void load_tile_config() {
+  static const TileConfig cfg = [] {
+    TileConfig c;
+    for (int i = 0; i < 8; ++i) {
+      c.colsb[i] = 64;
+      c.rows[i] = 16;
+    }
+    return c;
+  }();
+  _tile_loadconfig(&cfg);
+}
 
 constexpr int64_t kNP = 64;  // rows of B per task
 constexpr int64_t kMaxM = 256;  // rows of A per pass (the Cᵀ panel: kNP × 256 floats)
@@ -173,15 +191,7 @@ KILN_TAMX void fold_group(const Pass& p, const float* buf, int64_t n0, int64_t n
 }
 
 KILN_TAMX void run_task(const Pass& p, int64_t n0, int64_t m_out0) {
-  static const TileConfig cfg = [] {
-    TileConfig c;
-    for (int i = 0; i < 8; ++i) {
-      c.colsb[i] = 64;
-      c.rows[i] = 16;
-    }
-    return c;
-  }();
-  _tile_loadconfig(&cfg);
+  load_tile_config();
   static thread_local AlignedBuf<uint16_t> wbuf;
   static thread_local AlignedBuf<float> abuf;
   static thread_local AlignedBuf<float> tbuf;  // two groups' stored tiles
@@ -279,15 +289,7 @@ KILN_TAMX void pack_rows_bf16(const uint16_t* A, int64_t lda, int64_t M, int64_t
 // over k chunks of 256, kept in the Cᵀ panel between chunks.
 KILN_TAMX void run_task_bf16(int64_t M, int64_t N, int64_t K, int64_t Mp, const uint16_t* xt, const uint16_t* B,
                              int64_t ldb, float alpha, float beta, float* C, int64_t ldc, int64_t n0) {
-  static const TileConfig cfg = [] {
-    TileConfig c;
-    for (int i = 0; i < 8; ++i) {
-      c.colsb[i] = 64;
-      c.rows[i] = 16;
-    }
-    return c;
-  }();
-  _tile_loadconfig(&cfg);
+  load_tile_config();
   static thread_local AlignedBuf<float> abuf;
   static thread_local AlignedBuf<uint16_t> wbuf;
   const int64_t nrows = std::min(kNP, N - n0), nblk = (nrows + 31) / 32;

@@ -489,6 +489,20 @@ TEST(QmmKernelsIsa, OverrideClampsToCpu) {
 
 }  // namespace
 
+namespace {
+
+// The root mean square over the outputs of |y − ref| / Σ|x·w| for x · Wᵀ at instruction set `isa`.
+double rms_rel_error(const mx::array& x, const Quantized& qw, const QSpec& q, const std::vector<double>& ref,
+                     const std::vector<double>& mag, QmmIsa isa) {
+  mx::quant::set_qmm_isa(isa);
+  const std::vector<double> y = vals(mx::quantized_matmul(x, qw.wq, qw.s, qw.b, true, q.gs, q.bits, q.mode));
+  double s = 0;
+  for (size_t i = 0; i < y.size(); ++i) s += std::pow((y[i] - ref[i]) / mag[i], 2);
+  return std::sqrt(s / static_cast<double>(y.size()));
+}
+
+}  // namespace
+
 // The affine kernels that work per group (AVX2: s·Σ q·x + b·Σ x, qmm_simd_body.h's tile_t_gsum) round
 // differently from dequantizing each weight first (the portable path, and MLX's way). Their error
 // against float64 stays of the same size: the root mean square of |y − ref| / Σ|x·w| over the outputs is
@@ -504,13 +518,7 @@ TEST(QmmKernelsAccuracy, GroupSumsAsAccurateAsDequantizing) {
         auto x = rand_array({M, int(K)}, mx::float32, 32u + static_cast<uint32_t>(M), lo, 2.0f);
         std::vector<double> ref, mag;
         reference(vals(x), qw.W.data(), M, N, K, true, ref, mag);
-        auto rms = [&](QmmIsa isa) {
-          mx::quant::set_qmm_isa(isa);
-          const std::vector<double> y = vals(mx::quantized_matmul(x, qw.wq, qw.s, qw.b, true, q.gs, q.bits, q.mode));
-          double s = 0;
-          for (size_t i = 0; i < y.size(); ++i) s += std::pow((y[i] - ref[i]) / mag[i], 2);
-          return std::sqrt(s / static_cast<double>(y.size()));
-        };
+        auto rms = [&](QmmIsa isa) { return rms_rel_error(x, qw, q, ref, mag, isa); };
         const double base = rms(QmmIsa::Scalar);
         EXPECT_GT(base, 0.0);
         for (QmmIsa isa : isas()) {
@@ -542,13 +550,7 @@ TEST(QmmKernelsAccuracy, AmxPlanesAsAccurateAsDequantizing) {
       auto x = rand_array({M, int(K)}, mx::float32, 42u, lo, 2.0f);
       std::vector<double> ref, mag;
       reference(vals(x), qw.W.data(), M, N, K, true, ref, mag);
-      auto rms = [&](QmmIsa isa) {
-        mx::quant::set_qmm_isa(isa);
-        const std::vector<double> y = vals(mx::quantized_matmul(x, qw.wq, qw.s, qw.b, true, q.gs, q.bits, q.mode));
-        double s = 0;
-        for (size_t i = 0; i < y.size(); ++i) s += std::pow((y[i] - ref[i]) / mag[i], 2);
-        return std::sqrt(s / static_cast<double>(y.size()));
-      };
+      auto rms = [&](QmmIsa isa) { return rms_rel_error(x, qw, q, ref, mag, isa); };
       const double base = rms(QmmIsa::Scalar), f32 = rms(QmmIsa::Avx512), e = rms(QmmIsa::Amx);
       EXPECT_GT(base, 0.0);
       std::printf("[accuracy] %s amx M=%d x>=%g: rms rel err %.3g (portable %.3g, avx512 %.3g)\n",

@@ -107,6 +107,55 @@ KILN_TAMX __attribute__((always_inline)) inline void transpose16(__m512i* r) {
   transpose_level<1>(r);
 }
 
+// Both products work on a 2 × 2 block of Cᵀ tiles: tiles 0..3 accumulate (B rows 0-15 | 16-31) × (A rows
+// 0-15 | 16-31), tiles 4 and 5 hold 32 rows of B (the A operand, 32 k's per row), 6 and 7 the two tiles of
+// A's rows (the B operand, k pairs).
+KILN_TAMX __attribute__((always_inline)) inline void zero_c_tiles() {
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+}
+
+// Tiles 4 and 5: rows w and w + 16·ldw (32 bfloat16 each, rows ldw elements apart).
+KILN_TAMX __attribute__((always_inline)) inline void load_b_rows(const uint16_t* w, int64_t ldw) {
+  _tile_loadd(4, w, ldw * 2);
+  _tile_loadd(5, w + 16 * ldw, ldw * 2);
+}
+
+// The C tiles += tiles 4, 5 × A's two tiles at xp and xp + 512.
+KILN_TAMX __attribute__((always_inline)) inline void tile_products_2x2(const uint16_t* xp) {
+  _tile_loadd(6, xp, 64);
+  _tile_loadd(7, xp + 512, 64);
+  _tile_dpbf16ps(0, 4, 6);
+  _tile_dpbf16ps(1, 4, 7);
+  _tile_dpbf16ps(2, 5, 6);
+  _tile_dpbf16ps(3, 5, 7);
+}
+
+// The Cᵀ panel (nrows rows of B × Mp columns, rows of A) into C (C points at row 0 of A, column 0 of the
+// panel's rows of B), 16 × 16 blocks transposed at a time: C = alpha · panel (+ beta · C unless beta is 0).
+KILN_TAMX void store_panel(const float* acc, int64_t Mp, int64_t M, int64_t nrows, float alpha, float beta, float* C,
+                           int64_t ldc) {
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  for (int64_t mt = 0; mt * 16 < M; ++mt) {
+    const int64_t mrows = std::min<int64_t>(16, M - mt * 16);
+    for (int64_t nt = 0; nt * 16 < nrows; ++nt) {
+      const int64_t ncols = std::min<int64_t>(16, nrows - nt * 16);
+      __m512i r[16];
+      for (int i = 0; i < 16; ++i) r[i] = _mm512_load_si512(acc + (nt * 16 + i) * Mp + mt * 16);
+      transpose16(r);
+      const __mmask16 mask = static_cast<__mmask16>((1u << ncols) - 1);
+      for (int64_t i = 0; i < mrows; ++i) {
+        float* c = C + (mt * 16 + i) * ldc + nt * 16;
+        __m512 v = _mm512_mul_ps(va, _mm512_castsi512_ps(r[i]));
+        if (beta != 0.0f) v = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mask, c), v);
+        _mm512_mask_storeu_ps(c, mask, v);
+      }
+    }
+  }
+}
+
 // 32 floats to bfloat16 (round to nearest even) and back: the bfloat16 bits (as one vector of 32) and the
 // two float halves they stand for.
 KILN_TAMX inline __m512i to_bf16(__m512 x0, __m512 x1, __m512* f0, __m512* f1) {
@@ -214,22 +263,10 @@ KILN_TAMX void run_task(const Pass& p, int64_t n0, int64_t m_out0) {
       for (int64_t nb = 0; nb < nblk; ++nb) {
         const uint16_t* wn = wt + nb * 32 * ldw;
         for (int64_t g = g0; g < g1; ++g) {
-          _tile_zero(0);
-          _tile_zero(1);
-          _tile_zero(2);
-          _tile_zero(3);
+          zero_c_tiles();
           for (int64_t ks = g * p.gs / 32; ks < (g + 1) * p.gs / 32; ++ks) {
-            _tile_loadd(4, wn + ks * 32, ldw * 2);
-            _tile_loadd(5, wn + 16 * ldw + ks * 32, ldw * 2);
-            for (int pl = 0; pl < 3; ++pl) {
-              const uint16_t* xp = p.planes + ((pl * p.nks + ks) * p.nmt + mb) * 512;
-              _tile_loadd(6, xp, 64);
-              _tile_loadd(7, xp + 512, 64);
-              _tile_dpbf16ps(0, 4, 6);
-              _tile_dpbf16ps(1, 4, 7);
-              _tile_dpbf16ps(2, 5, 6);
-              _tile_dpbf16ps(3, 5, 7);
-            }
+            load_b_rows(wn + ks * 32, ldw);
+            for (int pl = 0; pl < 3; ++pl) tile_products_2x2(p.planes + ((pl * p.nks + ks) * p.nmt + mb) * 512);
           }
           if (pending >= 0) fold_group(p, bufs + pending * 1024, n0, pend_nb, pend_mb, pend_g, acc);
           float* b = bufs + cur * 1024;
@@ -248,21 +285,7 @@ KILN_TAMX void run_task(const Pass& p, int64_t n0, int64_t m_out0) {
   }
   if (pending >= 0) fold_group(p, bufs + pending * 1024, n0, pend_nb, pend_mb, pend_g, acc);
   _tile_release();
-  // Cᵀ panel (rows n, columns m) into C, 16 × 16 blocks at a time.
-  for (int64_t mt = 0; mt * 16 < p.M; ++mt) {
-    const int64_t mrows = std::min<int64_t>(16, p.M - mt * 16);
-    for (int64_t nt = 0; nt * 16 < nrows; ++nt) {
-      const int64_t ncols = std::min<int64_t>(16, nrows - nt * 16);
-      __m512i r[16];
-      for (int i = 0; i < 16; ++i) r[i] = _mm512_load_si512(acc + (nt * 16 + i) * p.Mp + mt * 16);
-      transpose16(r);
-      const __mmask16 mask = static_cast<__mmask16>((1u << ncols) - 1);
-      for (int64_t i = 0; i < mrows; ++i) {
-        float* c = p.C + (m_out0 + mt * 16 + i) * p.ldc + n0 + nt * 16;
-        _mm512_mask_storeu_ps(c, mask, _mm512_castsi512_ps(r[i]));
-      }
-    }
-  }
+  store_panel(acc, p.Mp, p.M, nrows, 1.0f, 0.0f, p.C + m_out0 * p.ldc + n0, p.ldc);
 }
 
 // ---- bfloat16 × bfloat16 (gemm_amx_bf16): one plane each, products exact, no groups.
@@ -314,10 +337,7 @@ KILN_TAMX void run_task_bf16(int64_t M, int64_t N, int64_t K, int64_t Mp, const 
       for (int64_t nb = 0; nb < nblk; ++nb) {
         float* a = acc + nb * 32 * Mp + mb * 16;  // Cᵀ block (32 rows of B, 32 rows of A)
         if (c0 == 0) {
-          _tile_zero(0);
-          _tile_zero(1);
-          _tile_zero(2);
-          _tile_zero(3);
+          zero_c_tiles();
         } else {
           _tile_loadd(0, a, Mp * 4);
           _tile_loadd(1, a + 16, Mp * 4);
@@ -326,15 +346,8 @@ KILN_TAMX void run_task_bf16(int64_t M, int64_t N, int64_t K, int64_t Mp, const 
         }
         const uint16_t* wn = wsrc + nb * 32 * ldw;
         for (int64_t ks = c0; ks < c1; ++ks) {
-          _tile_loadd(4, wn + ks * 32, ldw * 2);
-          _tile_loadd(5, wn + 16 * ldw + ks * 32, ldw * 2);
-          const uint16_t* xp = xt + (ks * nmt + mb) * 512;
-          _tile_loadd(6, xp, 64);
-          _tile_loadd(7, xp + 512, 64);
-          _tile_dpbf16ps(0, 4, 6);
-          _tile_dpbf16ps(1, 4, 7);
-          _tile_dpbf16ps(2, 5, 6);
-          _tile_dpbf16ps(3, 5, 7);
+          load_b_rows(wn + ks * 32, ldw);
+          tile_products_2x2(xt + (ks * nmt + mb) * 512);
         }
         _tile_stored(0, a, Mp * 4);
         _tile_stored(1, a + 16, Mp * 4);
@@ -344,23 +357,7 @@ KILN_TAMX void run_task_bf16(int64_t M, int64_t N, int64_t K, int64_t Mp, const 
     }
   }
   _tile_release();
-  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  for (int64_t mt = 0; mt * 16 < M; ++mt) {
-    const int64_t mrows = std::min<int64_t>(16, M - mt * 16);
-    for (int64_t nt = 0; nt * 16 < nrows; ++nt) {
-      const int64_t ncols = std::min<int64_t>(16, nrows - nt * 16);
-      __m512i r[16];
-      for (int i = 0; i < 16; ++i) r[i] = _mm512_load_si512(acc + (nt * 16 + i) * Mp + mt * 16);
-      transpose16(r);
-      const __mmask16 mask = static_cast<__mmask16>((1u << ncols) - 1);
-      for (int64_t i = 0; i < mrows; ++i) {
-        float* c = C + (mt * 16 + i) * ldc + n0 + nt * 16;
-        __m512 v = _mm512_mul_ps(va, _mm512_castsi512_ps(r[i]));
-        if (beta != 0.0f) v = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mask, c), v);
-        _mm512_mask_storeu_ps(c, mask, v);
-      }
-    }
-  }
+  store_panel(acc, Mp, M, nrows, alpha, beta, C + n0, ldc);
 }
 
 }  // namespace

@@ -4,7 +4,10 @@
 //
 // Include this header FIRST in every element-wise kernel .cpp: the pragma below must precede all other
 // code of the translation unit. Neither errno nor floating-point exception flags are results of these
-// kernels; without them GCC vectorizes sqrt and the branch-free selects of the loops.
+// kernels; without them GCC vectorizes sqrt and the branch-free selects of the loops. The pragma does not
+// reach every template instantiation, so CMakeLists.txt also builds this folder's files with
+// -fno-math-errno -fno-trapping-math; it stays for the other files that include this header
+// (row_scalar.cpp, vmath.cpp).
 #pragma once
 
 #if defined(__GNUC__) && !defined(__clang__)

@@ -118,15 +118,6 @@ struct ScaleReader {
   }
 };
 
-// Codes that bfloat16 holds exactly (integers up to 255, fp4 and fp8 values) as its bit patterns.
-void codes_to_bf16(const float* f, uint16_t* dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t u;
-    std::memcpy(&u, f + i, 4);
-    dst[i] = static_cast<uint16_t>(u >> 16);
-  }
-}
-
 template <typename T>
 void store_rows(const float* src, int64_t ld_src, T* dst, int64_t ld_dst, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) {
@@ -267,7 +258,7 @@ void fast_qmm(const FastCall& c, QuantizationMode mode, const std::vector<std::p
       }
       const cpu::CodesB codes = [&](int64_t n0, int64_t nr, int64_t k0, int64_t kc, uint16_t* dst, int64_t ldd) {
         // 4- and 8-bit codes straight to bfloat16; the others through the dequantizer with unit scales
-        // and biases −center, then their top 16 bits.
+        // and biases −center, then to bfloat16 (exactly: codes are integers up to 255, fp4 or fp8 values).
         static thread_local std::vector<float> f, ones, shift;
         const int64_t ng = kc / c.gs, g0 = k0 / c.gs;
         f.resize(static_cast<size_t>(kc));
@@ -277,7 +268,7 @@ void fast_qmm(const FastCall& c, QuantizationMode mode, const std::vector<std::p
           const uint8_t* src = m.w + (n0 + r) * c.row_bytes + g0 * c.gs * c.bits / 8;
           if (affine && simd::codes_bf16_avx512(src, kc, c.bits, center, dst + r * ldd)) continue;
           c.ops->dequant(src, ones.data(), affine ? shift.data() : nullptr, ng, c.gs, c.bits, c.kind, f.data());
-          codes_to_bf16(f.data(), dst + r * ldd, kc);
+          for (int64_t k = 0; k < kc; ++k) dst[r * ldd + k] = bfloat16_t(f[k]).bits;  // exact values
         }
       };
       T* om = o + static_cast<int64_t>(job) * M * N;

@@ -1,7 +1,7 @@
 // Element-wise fusion planning (core/fusion.h).
 //
 // plan() scans the topological order once. A fusible node (a single-output element-wise row with a
-// kernel, on a backend that has a group runner, with at least kMinElements elements) joins the open
+// kernel, on a backend that has a group runner, with at least min_elements() elements) joins the open
 // groups of its inputs that have its output shape, merging them; an input from an open group of
 // another shape, or any input of a node that does not join, closes (emits) that group first. So an open group has no
 // reader outside itself yet, and merging open groups never makes a cycle. A group is also emitted as
@@ -41,9 +41,14 @@ thread_local Stats t_last;
 // Past this many members a group is closed and the next node starts a new one: a group's runner
 // state grows with its members, and a 10^6-node chain then runs as a thousand groups.
 constexpr size_t kMaxMembers = 1024;
-// Outputs smaller than this are not fused: their kernels cost less than planning them (a chain of 10^6
-// scalar additions ran 40% slower fused).
-constexpr size_t kMinElements = 64;
+// Outputs smaller than this are not fused (set_min_elements overrides it). Below it the group's fixed
+// costs (planning, the runner's per-thread tile arrays, constant fills, copies of written members) are
+// more than the memory traffic fusion saves, since the unfused intermediates stay in the core's caches:
+// a 6-op float32 chain ran fused / unfused in 12 / 8 us at 4096 elements, 43 / 37 us at 65536,
+// 131 / 137 us at 262144 and 432 / 571 us at 2^20 (2 cores, AVX-512); a 4-bit llama decode step,
+// whose element-wise groups have 1024-32000 elements, lost ~0.45 ms a call to fusing them.
+constexpr size_t kDefaultMinElements = size_t(1) << 17;
+std::atomic<size_t> g_min_elements{0};
 
 struct OpenGroup {
   Shape shape;
@@ -105,7 +110,7 @@ class Planner {
     if (node.outputs[0].expired()) return nullptr;
     size_t size = 1;
     for (auto d : node.specs[0].shape) size *= static_cast<size_t>(d);
-    if (size < kMinElements) return nullptr;
+    if (size < min_elements()) return nullptr;
     const KernelTable& kernels = kernels_for(node.stream.device);
     if (!group_runner(kernels) || !kernels.find(*node.def)) return nullptr;
     return &kernels;
@@ -235,6 +240,12 @@ bool enabled() {
   return o < 0 ? env != 0 : o != 0;
 }
 void set_enabled(bool on) { override_flag() = on ? 1 : 0; }
+
+size_t min_elements() {
+  const size_t n = g_min_elements.load(std::memory_order_relaxed);
+  return n ? n : kDefaultMinElements;
+}
+void set_min_elements(size_t n) { g_min_elements.store(n, std::memory_order_relaxed); }
 
 Stats last_stats() { return t_last; }
 void reset_stats() { t_stats = Stats{}; }

@@ -78,6 +78,12 @@ void allocate_outputs(Group& group);
 bool enabled();
 void set_enabled(bool on);
 
+// The fewest output elements a node must have to be fused (default 2^17: below that the unfused
+// kernels are faster, see fusion.cpp). set_min_elements(n) sets it from the next eval on (tests use
+// small arrays); 0 restores the default.
+size_t min_elements();
+void set_min_elements(size_t n);
+
 // What the last eval() on this thread did.
 struct Stats {
   size_t groups = 0;        // groups run by a group runner

@@ -20,8 +20,11 @@ namespace {
 
 class Donation : public ::testing::Test {
  protected:
+  // Small arrays exercise the machinery: fuse from 64 elements (the default is far larger).
+  void SetUp() override { fusion::set_min_elements(64); }
   void TearDown() override {
     fusion::set_enabled(true);
+    fusion::set_min_elements(0);
     kiln::cpu::set_tile_elements(0);
   }
 };

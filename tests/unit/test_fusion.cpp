@@ -23,8 +23,11 @@ namespace {
 // Restores fusion and the tile size after each test.
 class Fusion : public ::testing::Test {
  protected:
+  // Small arrays exercise the machinery: fuse from 64 elements (the default is far larger).
+  void SetUp() override { fusion::set_min_elements(64); }
   void TearDown() override {
     fusion::set_enabled(true);
+    fusion::set_min_elements(0);
     kiln::cpu::set_tile_elements(0);
   }
 };
@@ -414,6 +417,23 @@ TEST_F(Fusion, TinyArraysRunAlone) {
   mx::array x = random_array(mx::float32, {3, 5}, rng);
   auto st = check([&]() { return std::vector<mx::array>{mx::exp(mx::add(mx::sin(x), x))}; }, "tiny");
   EXPECT_EQ(st.groups, 0u);
+}
+
+// At the default threshold, small graphs (a decode step's activations) run node by node, and a chain
+// over 2^17 elements or more is fused; both give the same bits as the other way.
+TEST_F(Fusion, DefaultThresholdLeavesSmallArraysUnfused) {
+  fusion::set_min_elements(0);
+  EXPECT_EQ(fusion::min_elements(), size_t(1) << 17);
+  std::mt19937 rng(13);
+  for (int n : {4096, (1 << 17) - 1, 1 << 17}) {
+    mx::array x = random_array(mx::float32, {n}, rng);
+    auto build = [&]() {
+      mx::array a = mx::add(mx::multiply(x, mx::array(1.5f)), mx::array(0.25f));
+      return std::vector<mx::array>{mx::subtract(mx::multiply(mx::sigmoid(a), a), x)};
+    };
+    auto st = check(build, "threshold " + std::to_string(n));
+    EXPECT_EQ(st.groups, n < (1 << 17) ? 0u : 1u) << n;
+  }
 }
 
 // Empty arrays: nothing to fuse, the results are still the right empty arrays.

@@ -127,21 +127,59 @@ TEST(Memory, ActivePeakAndCacheCounters) {
     EXPECT_EQ(mx::get_active_memory(), active0 + 3 * kMiB);
     EXPECT_EQ(mx::get_peak_memory(), active0 + 3 * kMiB);
     {
-      auto b = mx::detail::allocate(1000);  // small: not cached, counted at its 64-byte rounding
+      auto b = mx::detail::allocate(1000);  // small: counted at its 64-byte rounding
       EXPECT_EQ(mx::get_active_memory(), active0 + 3 * kMiB + 1024);
     }
-    EXPECT_EQ(mx::get_cache_memory(), 0u);
+    EXPECT_EQ(mx::get_cache_memory(), 1024u);  // kept on this thread's small list
     EXPECT_EQ(mx::get_peak_memory(), active0 + 3 * kMiB + 1024);
   }
   EXPECT_EQ(mx::get_active_memory(), active0);
-  EXPECT_EQ(mx::get_cache_memory(), 3 * kMiB);
+  EXPECT_EQ(mx::get_cache_memory(), 3 * kMiB + 1024);
   EXPECT_EQ(mx::get_peak_memory(), active0 + 3 * kMiB + 1024);  // the peak stays until reset
   mx::reset_peak_memory();
   EXPECT_EQ(mx::get_peak_memory(), 0u);
   auto c = mx::detail::allocate(3 * kMiB);  // from the cache: active again, the cache shrinks
-  EXPECT_EQ(mx::get_cache_memory(), 0u);
+  EXPECT_EQ(mx::get_cache_memory(), 1024u);
   EXPECT_EQ(mx::get_active_memory(), active0 + 3 * kMiB);
   EXPECT_EQ(mx::get_peak_memory(), active0 + 3 * kMiB);
+}
+
+// Small blocks (below kCacheMinBytes) freed on a thread come back to that thread's next allocation of
+// their 64-byte class and count as cached memory; clear_cache and a cache limit of 0 give them back; a
+// thread's blocks are given back when it exits.
+TEST(Memory, SmallBlocksComeBackOnTheSameThread) {
+  MemoryState s;
+  const size_t active0 = mx::get_active_memory();
+  void* p = mx::detail::buffer_malloc(1000);
+  mx::detail::buffer_free(p, 1000);
+  EXPECT_EQ(mx::get_cache_memory(), 1024u);
+  EXPECT_EQ(mx::get_active_memory(), active0);
+  void* q = mx::detail::buffer_malloc(1001);  // the same class
+  EXPECT_EQ(q, p);
+  EXPECT_EQ(mx::get_cache_memory(), 0u);
+  EXPECT_EQ(mx::get_active_memory(), active0 + 1024);
+  void* r = mx::detail::buffer_malloc(1100);  // another class: a new block
+  EXPECT_NE(r, q);
+  mx::detail::buffer_free(q, 1001);
+  mx::detail::buffer_free(r, 1100);
+  EXPECT_EQ(mx::get_cache_memory(), 1024u + 1152u);
+  mx::clear_cache();
+  EXPECT_EQ(mx::get_cache_memory(), 0u);
+  EXPECT_EQ(mx::get_active_memory(), active0);
+  // Another thread keeps its own blocks and gives them back when it exits.
+  std::thread t([] {
+    void* a = mx::detail::buffer_malloc(5000);
+    mx::detail::buffer_free(a, 5000);
+    EXPECT_EQ(mx::get_cache_memory(), 5056u);
+  });
+  t.join();
+  EXPECT_EQ(mx::get_cache_memory(), 0u);
+  // With the cache off nothing is kept.
+  mx::set_cache_limit(0);
+  void* b = mx::detail::buffer_malloc(64);
+  mx::detail::buffer_free(b, 64);
+  EXPECT_EQ(mx::get_cache_memory(), 0u);
+  EXPECT_EQ(mx::get_active_memory(), active0);
 }
 
 TEST(Memory, CacheLimitZeroDisablesTheCache) {

@@ -248,6 +248,34 @@ TEST(GemmMatmul, Float32BatchOfMidSizedMatrices) {
   expect_matmul(a, b, mx::matmul(a, b), tol, "batch of 6");
 }
 
+// A decode step's grouped-query attention: the key/value matrix of each kv head broadcast to the query
+// heads that share it. Those entries run as one product of (heads per kv head) x M rows, B read once
+// (matmul.cpp folded_entries); also where they can't (too many rows, a transposed A, B not broadcast).
+TEST(GemmMatmul, Float32GroupedQueryDecodeProducts) {
+  const double tol = 1e-5;
+  for (int M : {1, 2, 3}) {
+    for (int n : {1, 33, 257}) {
+      const std::string what = "M " + std::to_string(M) + " keys " + std::to_string(n);
+      auto q = lt::random({1, 4, 4, M, 64}, 21);
+      auto k = lt::random({1, 4, 1, n, 64}, 22);
+      auto kt = mx::broadcast_to(mx::swapaxes(k, -1, -2), {1, 4, 4, 64, n});
+      auto scores = mx::matmul(q, kt);
+      ASSERT_EQ(scores.shape(), (mx::Shape{1, 4, 4, M, n}));
+      expect_matmul(q, kt, scores, tol, "q @ k.T, " + what);
+      auto v = mx::broadcast_to(lt::random({1, 4, 1, n, 64}, 23), {1, 4, 4, n, 64});
+      auto p = lt::random({1, 4, 4, M, n}, 24);
+      expect_matmul(p, v, mx::matmul(p, v), tol, "p @ v, " + what);
+      // The query rows as a transposed view (not stacked rows): the per-entry products.
+      auto qt = mx::swapaxes(lt::random({1, 4, 4, 64, M}, 25), -1, -2);
+      expect_matmul(qt, kt, mx::matmul(qt, kt), tol, "transposed q, " + what);
+    }
+  }
+  // Broadcast in the middle batch dim only (B varies along the inner one): nothing folds.
+  auto a = lt::random({3, 2, 1, 40}, 26);
+  auto b = mx::broadcast_to(lt::random({1, 2, 40, 9}, 27), {3, 2, 40, 9});
+  expect_matmul(a, b, mx::matmul(a, b), tol, "outer broadcast");
+}
+
 TEST(GemmMatmul, HalfBatchedBroadcastStrided) {
   for (auto t : {mx::bfloat16, mx::float16}) {
     const double tol = t == mx::bfloat16 ? 1e-2 : 2e-3;

@@ -39,6 +39,23 @@ bool rows_stack(const MatOperand<C>& a, const MatOperand<C>& b, const Shape& bat
   return true;
 }
 
+// How many of the innermost batch entries share one B and have their A rows stacked (row-contiguous
+// after each other): the grouped-query attention of a decode step, where each key/value head's matrix
+// is broadcast to the query heads that read it. Those entries are one product with that many times the
+// rows, which reads B once instead of once per entry. 1 when there is nothing to fold.
+template <typename C>
+int64_t folded_entries(const MatOperand<C>& a, const MatOperand<C>& b, const Shape& batch, int M) {
+  if (a.trans) return 1;
+  int64_t fold = 1, expect = static_cast<int64_t>(M) * a.ld;
+  for (int d = static_cast<int>(batch.size()) - 1; d >= 0; --d) {
+    if (batch[d] == 1) continue;
+    if (b.batch_strides[d] != 0 || a.batch_strides[d] != expect) break;
+    fold *= batch[d];
+    expect *= batch[d];
+  }
+  return fold;
+}
+
 // The matrices of `x` (storage type S) as they are, when BLAS-style strides describe them.
 template <typename S>
 bool native_operand(const array& x, const Shape& batch, MatOperand<S>& op) {
@@ -107,8 +124,17 @@ void product(const array& A, const array& B, const array* Cin, array& out, float
   } else {
     MatOperand<C> a = prepare_operand<T, C>(A, batch);
     MatOperand<C> b = prepare_operand<T, C>(B, batch);
+    int64_t fold = 1;
     if (nbatch > 1 && nbatch * M <= std::numeric_limits<int>::max() && rows_stack(a, b, batch, M)) {
       cpu::gemm(false, b.trans, static_cast<int>(nbatch * M), N, K, C(alpha), a.ptr, a.ld, b.ptr, b.ld, cbeta, dst, N);
+    } else if (std::is_same_v<C, float> && nbatch > 1 && (fold = folded_entries(a, b, batch, M)) > 1 &&
+               fold * M <= cpu::kSkinnyMaxM) {
+      // Decode-step attention: each group of `fold` entries (query heads sharing a key/value head) is one
+      // product of fold · M rows, a.ld apart.
+      batched_gemm<C>(
+          nbatch / fold, static_cast<int>(fold * M), N, K, C(alpha), a, b, cbeta, dst,
+          [&](int64_t i) { return batch_offset(i * fold, batch, a.batch_strides); },
+          [&](int64_t i) { return batch_offset(i * fold, batch, b.batch_strides); });
     } else {
       batched_gemm<C>(
           nbatch, M, N, K, C(alpha), a, b, cbeta, dst,

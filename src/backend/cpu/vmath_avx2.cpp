@@ -63,7 +63,7 @@ struct D {
   KILN_V V load_n(const float* p, size_t n) { return _mm256_maskload_ps(p, first(n)); }
   KILN_V void store_n(float* p, V v, size_t n) { _mm256_maskstore_ps(p, first(n), v); }
   static V tan(V x) { return Sleef_tanf8_u10avx2(x); }
-  static V tanh(V x) { return Sleef_tanhf8_u10avx2(x); }
+  static V tanh35(V x) { return Sleef_tanhf8_u35avx2(x); }
   static V sinh(V x) { return Sleef_sinhf8_u10avx2(x); }
   static V cosh(V x) { return Sleef_coshf8_u10avx2(x); }
   static V asin(V x) { return Sleef_asinf8_u10avx2(x); }

@@ -63,7 +63,7 @@ struct D {
   KILN_V V load_n(const float* p, size_t n) { return _mm512_maskz_loadu_ps(first(n), p); }
   KILN_V void store_n(float* p, V v, size_t n) { _mm512_mask_storeu_ps(p, first(n), v); }
   static V tan(V x) { return Sleef_tanf16_u10avx512f(x); }
-  static V tanh(V x) { return Sleef_tanhf16_u10avx512f(x); }
+  static V tanh35(V x) { return Sleef_tanhf16_u35avx512f(x); }
   static V sinh(V x) { return Sleef_sinhf16_u10avx512f(x); }
   static V cosh(V x) { return Sleef_coshf16_u10avx512f(x); }
   static V asin(V x) { return Sleef_asinf16_u10avx512f(x); }

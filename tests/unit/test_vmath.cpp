@@ -271,6 +271,42 @@ TEST(Vmath, LibraryFunctionsStayWithinTheUlpBound) {
   }
 }
 
+// The IEEE operations (add, subtract, multiply, divide, sqrt, 1 / sqrt) give the scalar level's bits at
+// every level (NaN for NaN), over specials, a sweep of bit patterns and random pairs, any length (tails).
+TEST(Vmath, ArithmeticGivesTheScalarBitsAtEveryLevel) {
+  const std::vector<float> a = sweep(4093, 100.0f, 20001);
+  std::vector<float> b(a.size());
+  std::mt19937 rng(5);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = a[rng() % a.size()];
+  for (size_t i = 0; i < 200; ++i) b[i] = specials()[i % specials().size()];
+  std::vector<float> want(a.size()), got(a.size());
+  for (VBinary f : {VBinary::Add, VBinary::Subtract, VBinary::Multiply, VBinary::Divide}) {
+    cpu::vbinary_at(cpu::Isa::scalar, f, a.data(), b.data(), want.data(), a.size());
+    for (cpu::Isa isa : levels()) {
+      for (size_t n : {a.size(), size_t(7), size_t(1), size_t(0)}) {
+        std::fill(got.begin(), got.end(), 12345.0f);
+        cpu::vbinary_at(isa, f, a.data(), b.data(), got.data(), n);
+        for (size_t i = 0; i < n; ++i)
+          ASSERT_TRUE(same(got[i], want[i])) << cpu::vbinary_name(f) << " at " << cpu::isa_name(isa) << " of " << a[i]
+                                             << ", " << b[i];
+        if (n < got.size()) EXPECT_EQ(got[n], 12345.0f) << "wrote past n";
+      }
+    }
+  }
+  for (VUnary f : {VUnary::Sqrt, VUnary::Rsqrt}) {
+    cpu::vunary_at(cpu::Isa::scalar, f, a.data(), want.data(), a.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      const float r = f == VUnary::Sqrt ? std::sqrt(a[i]) : 1.0f / std::sqrt(a[i]);
+      ASSERT_TRUE(same(want[i], r)) << cpu::vunary_name(f) << " scalar of " << a[i];
+    }
+    for (cpu::Isa isa : levels()) {
+      cpu::vunary_at(isa, f, a.data(), got.data(), a.size());
+      for (size_t i = 0; i < a.size(); ++i)
+        ASSERT_TRUE(same(got[i], want[i])) << cpu::vunary_name(f) << " at " << cpu::isa_name(isa) << " of " << a[i];
+    }
+  }
+}
+
 // tanh densely where its two pieces meet and where SLEEF's 3.5-ULP function is used: every 97th float
 // of both signs below |x| = 4, at every vector level, within the bound; the polynomial piece (|x| < 0.4)
 // within 0.6 ULP.

@@ -8,6 +8,7 @@
 #include "backend/cpu/vmath.h"
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -68,6 +69,8 @@ KILN_SCALAR_U(s_log2, std::log2(x))
 KILN_SCALAR_U(s_log10, std::log10(x))
 KILN_SCALAR_U(s_log1p, std::log1p(x))
 KILN_SCALAR_U(s_expm1, std::expm1(x))
+KILN_SCALAR_U(s_sqrt, std::sqrt(x))
+KILN_SCALAR_U(s_rsqrt, 1.0f / std::sqrt(x))
 #undef KILN_SCALAR_U
 
 void s_pow(const float* a, const float* b, float* out, size_t n) {
@@ -79,12 +82,16 @@ void s_atan2(const float* a, const float* b, float* out, size_t n) {
 void s_logaddexp(const float* a, const float* b, float* out, size_t n) {
   each2(a, b, out, n, logaddexp_scalar);
 }
+void s_add(const float* a, const float* b, float* out, size_t n) { each2(a, b, out, n, std::plus<float>()); }
+void s_sub(const float* a, const float* b, float* out, size_t n) { each2(a, b, out, n, std::minus<float>()); }
+void s_mul(const float* a, const float* b, float* out, size_t n) { each2(a, b, out, n, std::multiplies<float>()); }
+void s_div(const float* a, const float* b, float* out, size_t n) { each2(a, b, out, n, std::divides<float>()); }
 
 constexpr Table kScalar = {
     {s_exp, s_sin, s_cos, s_sigmoid, s_erf, s_tan, s_tanh, s_sinh, s_cosh, s_asin, s_acos, s_atan, s_asinh,
-     s_acosh, s_atanh, s_log, s_log2, s_log10, s_log1p, s_expm1},
-    {s_pow, s_atan2, s_logaddexp}};
-static_assert(static_cast<int>(VUnary::kCount) == 20 && static_cast<int>(VBinary::kCount) == 3);
+     s_acosh, s_atanh, s_log, s_log2, s_log10, s_log1p, s_expm1, s_sqrt, s_rsqrt},
+    {s_pow, s_atan2, s_logaddexp, s_add, s_sub, s_mul, s_div}};
+static_assert(static_cast<int>(VUnary::kCount) == 22 && static_cast<int>(VBinary::kCount) == 7);
 
 const Table& table_for(Isa isa) {
   const Table* t = nullptr;
@@ -144,11 +151,12 @@ float vmath_detail::libm_binary(VBinary f, float a, float b) {
 const char* vunary_name(VUnary f) {
   static const char* const names[] = {"exp",   "sin",   "cos",    "sigmoid", "erf",     "tan",     "tanh",
                                       "sinh",  "cosh",  "arcsin", "arccos",  "arctan",  "arcsinh", "arccosh",
-                                      "arctanh", "log", "log2",   "log10",   "log1p",   "expm1"};
+                                      "arctanh", "log", "log2",   "log10",   "log1p",   "expm1",   "sqrt",
+                                      "rsqrt"};
   return names[static_cast<int>(f)];
 }
 const char* vbinary_name(VBinary f) {
-  static const char* const names[] = {"power", "arctan2", "logaddexp"};
+  static const char* const names[] = {"power", "arctan2", "logaddexp", "add", "subtract", "multiply", "divide"};
   return names[static_cast<int>(f)];
 }
 

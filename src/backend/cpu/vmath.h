@@ -26,6 +26,8 @@ enum class VUnary : int {
   // the C library's functions (SLEEF u10 at the vector levels)
   Tan, Tanh, Sinh, Cosh, ArcSin, ArcCos, ArcTan, ArcSinh, ArcCosh, ArcTanh,
   Log, Log2, Log10, Log1p, Expm1,
+  // IEEE, correctly rounded (sqrt, then 1 / sqrt): the same bits at every level
+  Sqrt, Rsqrt,
   kCount
 };
 
@@ -33,6 +35,9 @@ enum class VBinary : int {
   Power,      // pow(a, b) (SLEEF powf)
   ArcTan2,    // atan2(a, b) (SLEEF atan2f)
   LogAddExp,  // max + log1p(exp(min - max)) with MLX's exp and SLEEF's log1p; infinities give the max
+  // IEEE arithmetic, one rounding: the same bits at every level. The element-wise kernels are built for
+  // the baseline instruction set (SSE2); these loops run at the CPU's widest.
+  Add, Subtract, Multiply, Divide,
   kCount
 };
 

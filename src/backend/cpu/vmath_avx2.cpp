@@ -28,6 +28,7 @@ struct D {
   KILN_V V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   KILN_V V vmin(V a, V b) { return _mm256_min_ps(a, b); }
   KILN_V V vmax(V a, V b) { return _mm256_max_ps(a, b); }
+  KILN_V V vsqrt(V a) { return _mm256_sqrt_ps(a); }
   KILN_V V vabs(V a) { return _mm256_andnot_ps(set(-0.0f), a); }
   KILN_V V vneg(V a) { return _mm256_xor_ps(a, set(-0.0f)); }
   KILN_V V vfloor(V a) { return _mm256_floor_ps(a); }

@@ -33,6 +33,7 @@ struct D {
   KILN_V V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   KILN_V V vmin(V a, V b) { return _mm512_min_ps(a, b); }
   KILN_V V vmax(V a, V b) { return _mm512_max_ps(a, b); }
+  KILN_V V vsqrt(V a) { return _mm512_sqrt_ps(a); }
   KILN_V V vabs(V a) { return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), _mm512_set1_epi32(0x7fffffff))); }
   KILN_V V vneg(V a) { return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32(INT32_MIN))); }
   KILN_V V vfloor(V a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }

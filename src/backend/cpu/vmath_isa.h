@@ -4,7 +4,7 @@
 // include nothing with external-linkage inline code: only <immintrin.h>, sleef.h and vmath.h.
 //
 // D provides: V (float vector), I (int32 vector), M (lane mask), N (lanes); set/seti; add sub mul
-// div fma vmin vmax vabs vneg vfloor; cvtt (truncating float -> int32), cvt (int32 -> float),
+// div fma vmin vmax vabs vneg vfloor vsqrt; cvtt (truncating float -> int32), cvt (int32 -> float),
 // as_f/as_i (bit casts); addi subi andi slli<k> srli<k>; lt gt ge eq unord (masks); mxor mor;
 // sel/seli (mask ? yes : no); loadu storeu, load_n store_n (the first n lanes, n < N); and the SLEEF
 // functions tan tanh35 sinh cosh asin acos atan asinh acosh atanh log log2 log10 log1p expm1 pow atan2
@@ -147,6 +147,13 @@ inline V logaddexp_v(V a, V b) {
   return D::sel(inf, hi, r);
 }
 
+inline V add_v(V a, V b) { return D::add(a, b); }
+inline V sub_v(V a, V b) { return D::sub(a, b); }
+inline V mul_v(V a, V b) { return D::mul(a, b); }
+inline V div_v(V a, V b) { return D::div(a, b); }
+inline V sqrt_v(V x) { return D::vsqrt(x); }
+inline V rsqrt_v(V x) { return D::div(D::set(1.0f), D::vsqrt(x)); }
+
 template <V (*F)(V)>
 void run1(const float* s, float* d, size_t n) {
   size_t i = 0;
@@ -240,9 +247,15 @@ constexpr Table make_table() {
   u(VUnary::Log10, run1_fix<D::log10, nan_lanes, VUnary::Log10>);
   u(VUnary::Log1p, run1_fix<D::log1p, log1p_bad, VUnary::Log1p>);
   u(VUnary::Expm1, run1_fix<D::expm1, nan_lanes, VUnary::Expm1>);
+  u(VUnary::Sqrt, run1<sqrt_v>);
+  u(VUnary::Rsqrt, run1<rsqrt_v>);
   t.binary[static_cast<int>(VBinary::Power)] = run2_fix<D::pow, VBinary::Power>;
   t.binary[static_cast<int>(VBinary::ArcTan2)] = run2_fix<D::atan2, VBinary::ArcTan2>;
   t.binary[static_cast<int>(VBinary::LogAddExp)] = run2<logaddexp_v>;
+  t.binary[static_cast<int>(VBinary::Add)] = run2<add_v>;
+  t.binary[static_cast<int>(VBinary::Subtract)] = run2<sub_v>;
+  t.binary[static_cast<int>(VBinary::Multiply)] = run2<mul_v>;
+  t.binary[static_cast<int>(VBinary::Divide)] = run2<div_v>;
   return t;
 }
 

@@ -22,6 +22,7 @@ inline constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, boo
 // Each Op: apply(x, y) for every dtype's C++ type (half types compute in float).
 struct AddOp {
   static constexpr bool kHalfViaFloat = true;
+  static constexpr cpu::VBinary kVec = cpu::VBinary::Add;
   template <typename T>
   static T apply(T x, T y) {
     if constexpr (std::is_same_v<T, bool>) return x || y;
@@ -33,6 +34,7 @@ struct AddOp {
 
 struct SubtractOp {
   static constexpr bool kHalfViaFloat = true;
+  static constexpr cpu::VBinary kVec = cpu::VBinary::Subtract;
   template <typename T>
   static T apply(T x, T y) {
     if constexpr (std::is_same_v<T, bool>) return x != y;
@@ -44,6 +46,7 @@ struct SubtractOp {
 
 struct MultiplyOp {
   static constexpr bool kHalfViaFloat = true;
+  static constexpr cpu::VBinary kVec = cpu::VBinary::Multiply;
   template <typename T>
   static T apply(T x, T y) {
     if constexpr (std::is_same_v<T, bool>) return x && y;
@@ -74,6 +77,7 @@ inline T int_mod(T x, T y) {
 
 struct DivideOp {
   static constexpr bool kHalfViaFloat = true;
+  static constexpr cpu::VBinary kVec = cpu::VBinary::Divide;
   template <typename T>
   static T apply(T x, T y) {
     if constexpr (std::is_same_v<T, bool>) return x && y;

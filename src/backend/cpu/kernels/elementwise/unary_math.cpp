@@ -14,13 +14,6 @@ using namespace ew;
 
 // Each Op maps a float, a double or a complex64_t to the same type.
 // kVec: the cpu::VUnary that computes the op's float32 values in vector form (cpu/vmath.h).
-#define KILN_STD_UNARY(Name, fn)        \
-  struct Name {                         \
-    template <typename T>               \
-    static T apply(T x) {               \
-      return std::fn(x);                \
-    }                                   \
-  };
 #define KILN_STD_UNARY_VEC(Name, fn, V)                  \
   struct Name {                                          \
     static constexpr cpu::VUnary kVec = cpu::VUnary::V;  \
@@ -39,13 +32,13 @@ KILN_STD_UNARY_VEC(ArcTanOp, atan, ArcTan)
 KILN_STD_UNARY_VEC(ArcSinhOp, asinh, ArcSinh)
 KILN_STD_UNARY_VEC(ArcCoshOp, acosh, ArcCosh)
 KILN_STD_UNARY_VEC(ArcTanhOp, atanh, ArcTanh)
-KILN_STD_UNARY(SqrtOp, sqrt)  // the compiler vectorizes sqrt itself (correctly rounded, as the C library)
+KILN_STD_UNARY_VEC(SqrtOp, sqrt, Sqrt)  // correctly rounded, as the C library
 KILN_STD_UNARY_VEC(LogOp, log, Log)
 KILN_STD_UNARY_VEC(Log10Op, log10, Log10)
-#undef KILN_STD_UNARY
 #undef KILN_STD_UNARY_VEC
 
 struct RsqrtOp {
+  static constexpr cpu::VUnary kVec = cpu::VUnary::Rsqrt;
   template <typename T>
   static T apply(T x) {
     return T(1) / std::sqrt(x);

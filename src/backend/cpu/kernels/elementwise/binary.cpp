@@ -229,6 +229,11 @@ struct LogAddExpOp {
 template <typename Op, typename T>
 void vec_binary_run(const array& a0, const array& b0, array& out) {
   const size_t n = out.size();
+  // The arithmetic ops cost a cycle or so a vector: split them across threads only from the cheap ops'
+  // grain (pow, atan2 and logaddexp from the medium one).
+  constexpr bool kArith = Op::kVec == cpu::VBinary::Add || Op::kVec == cpu::VBinary::Subtract ||
+                          Op::kVec == cpu::VBinary::Multiply || Op::kVec == cpu::VBinary::Divide;
+  constexpr size_t kGrain = kArith ? cpu::kGrainCheap : cpu::kGrainMedium;
   auto usable = [&](const array& x) { return x.size() == 1 || (x.row_contiguous() && x.shape() == out.shape()); };
   if (!usable(a0) || !usable(b0)) {
     const array& a = a0.shape() == out.shape() ? a0 : broadcast_view(a0, out.shape());
@@ -238,7 +243,7 @@ void vec_binary_run(const array& a0, const array& b0, array& out) {
     const T* pb = static_cast<const T*>(b.buffer()->ptr);
     T* dst = out.data<T>();
     cpu::for_each_row<3>(
-        out.shape(), {&out.strides(), &a.strides(), &b.strides()}, {0, a.offset(), b.offset()}, cpu::kGrainMedium,
+        out.shape(), {&out.strides(), &a.strides(), &b.strides()}, {0, a.offset(), b.offset()}, kGrain,
         [&](const std::array<int64_t, 3>& o, int64_t m, const std::array<int64_t, 3>& st) {
           alignas(64) float x[kHalfBlock], y[kHalfBlock], z[kHalfBlock];
           for (int64_t i = 0; i < m; i += static_cast<int64_t>(kHalfBlock)) {
@@ -259,10 +264,11 @@ void vec_binary_run(const array& a0, const array& b0, array& out) {
   const T* pb = b0.data<T>();
   const bool sa = a0.size() == 1 && n > 1, sb = b0.size() == 1 && n > 1;
   T* d = out.data<T>();
-  cpu::parallel_for(n, cpu::kGrainMedium, [&](size_t lo, size_t hi) {
+  cpu::parallel_for(n, kGrain, [&](size_t lo, size_t hi) {
     alignas(64) float x[kHalfBlock], y[kHalfBlock], z[kHalfBlock];
-    if (sa) std::fill(x, x + kHalfBlock, static_cast<float>(pa[0]));
-    if (sb) std::fill(y, y + kHalfBlock, static_cast<float>(pb[0]));
+    const size_t fill = std::min(kHalfBlock, hi - lo);  // a small array needs only its own length
+    if (sa) std::fill(x, x + fill, static_cast<float>(pa[0]));
+    if (sb) std::fill(y, y + fill, static_cast<float>(pb[0]));
     for (size_t i = lo; i < hi; i += kHalfBlock) {
       const size_t m = std::min(kHalfBlock, hi - i);
       const float* xa = x;

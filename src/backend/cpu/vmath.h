@@ -1,12 +1,16 @@
 // Vector math over contiguous float32 arrays: out[i] = f(in[i]) (or f(a[i], b[i])) for n elements, at
 // the CPU's widest instruction set (cpu::isa_level(): AVX-512, AVX2+FMA, or portable scalar code).
 //
-// Two kinds of functions, both the values that MLX's CPU backend computes:
+// Three kinds of functions, all the values that MLX's CPU backend computes:
 //  - exp, sin, cos, sigmoid, erf: MLX's own single-precision polynomials (the scalar functions of
 //    kernels/elementwise/elementwise_math.h). Every level gives the same bits as the scalar code.
 //  - the others, which MLX takes from the C library: SLEEF's vector functions with a 1.0-ULP bound
 //    (Debian's libsleef-dev) at the AVX2 and AVX-512 levels, the C library itself at the scalar level.
-//    Their measured errors are in docs/vmath.md (tests/unit/test_vmath.cpp checks the bounds).
+//    Their measured errors are in docs/vmath.md (tests/unit/test_vmath.cpp checks the bounds). tanh uses
+//    SLEEF's 3.5-ULP function where it stays within 1.5 ULP and a polynomial below (1.49 ULP at most;
+//    the C library's tanhf has 2.16).
+//  - IEEE arithmetic (add, subtract, multiply, divide, sqrt, 1 / sqrt): one rounding, the same bits at
+//    every level; here because the element-wise kernels are compiled for the baseline instruction set.
 // Any n (tails are handled); in and out may be the same pointer, otherwise they must not overlap.
 // This header declares functions only, so the per-ISA sources (vmath_avx2.cpp, vmath_avx512.cpp,
 // compiled with their own -m flags) may include it.

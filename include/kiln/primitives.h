@@ -92,7 +92,8 @@ State empty_state(const char* name);
   X(Flatten, UnaryPrimitive) X(Floor, UnaryPrimitive) X(FloorDivide, UnaryPrimitive)                        \
   X(Full, UnaryPrimitive) X(Gather, UnaryPrimitive) X(GatherAxis, UnaryPrimitive)                           \
   X(Greater, UnaryPrimitive) X(GreaterEqual, UnaryPrimitive) X(Hadamard, UnaryPrimitive)                    \
-  X(Imag, UnaryPrimitive) X(Less, UnaryPrimitive) X(LessEqual, UnaryPrimitive) X(Load, UnaryPrimitive)      \
+  X(Imag, UnaryPrimitive) X(ImportedCall, Primitive) X(Less, UnaryPrimitive) X(LessEqual, UnaryPrimitive)     \
+  X(Load, UnaryPrimitive)                                                                                   \
   X(Log, UnaryPrimitive) X(Log1p, UnaryPrimitive) X(LogicalNot, UnaryPrimitive)                             \
   X(LogicalAnd, UnaryPrimitive) X(LogicalOr, UnaryPrimitive) X(LogAddExp, UnaryPrimitive)                   \
   X(LogSumExp, UnaryPrimitive) X(Matmul, UnaryPrimitive) X(Maximum, UnaryPrimitive)                         \

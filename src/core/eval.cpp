@@ -12,6 +12,7 @@
 
 #include "kiln/primitive.h"
 #include "kiln/profile.h"
+#include "core/eval_internal.h"
 #include "core/fusion.h"
 #include "core/kernels.h"
 #include "core/mode.h"
@@ -31,7 +32,11 @@ std::map<std::string, ProfileRow>& profile_table() {
   static std::map<std::string, ProfileRow> t;
   return t;
 }
+// Seconds recorded on this thread so far: a step's own time is its wall time less what the steps
+// nested in it recorded meanwhile.
+thread_local double t_recorded = 0;
 void profile_add(const std::string& name, int64_t nodes, double seconds) {
+  t_recorded += seconds;
   std::lock_guard<std::mutex> lock(g_profile_mu);
   ProfileRow& r = profile_table()[name];
   r.primitive = name;
@@ -50,7 +55,10 @@ void check_not_placeholder(const array& a) {
   }
 }
 
-std::vector<std::shared_ptr<Node>> topo_order(const std::vector<array>& outputs) {
+}  // namespace
+
+namespace detail {
+std::vector<std::shared_ptr<Node>> topo_order(const std::vector<array>& outputs, bool placeholders_are_inputs) {
   std::vector<std::shared_ptr<Node>> order;
   std::unordered_set<const Node*> seen;
   struct Frame {
@@ -59,7 +67,7 @@ std::vector<std::shared_ptr<Node>> topo_order(const std::vector<array>& outputs)
   };
   std::vector<Frame> stack;
   for (auto& out : outputs) {
-    if (out.valid()) check_not_placeholder(out);
+    if (out.valid() && !placeholders_are_inputs) check_not_placeholder(out);
     if (!out.valid() || out.is_available() || !out.has_primitive()) continue;
     if (!seen.insert(out.node().get()).second) continue;
     stack.push_back({out.node(), 0});
@@ -67,7 +75,7 @@ std::vector<std::shared_ptr<Node>> topo_order(const std::vector<array>& outputs)
       Frame& f = stack.back();
       if (f.next < f.node->inputs.size()) {
         const array& in = f.node->inputs[f.next++];
-        check_not_placeholder(in);
+        if (!placeholders_are_inputs) check_not_placeholder(in);
         if (!in.is_available() && in.has_primitive() && seen.insert(in.node().get()).second) {
           stack.push_back({in.node(), 0});
         }
@@ -79,6 +87,9 @@ std::vector<std::shared_ptr<Node>> topo_order(const std::vector<array>& outputs)
   }
   return order;
 }
+}  // namespace detail
+
+namespace detail {
 
 void run_node(const std::shared_ptr<Node>& node) {
   std::vector<array> outs;
@@ -107,6 +118,9 @@ void run_node(const std::shared_ptr<Node>& node) {
   }
 }
 
+}  // namespace detail
+
+namespace detail {
 // The run plan of one evaluation, from the topological order. Graph rewrite passes go first (a pass
 // sees the whole order and may replace its nodes); fusion planning then groups what is left.
 std::vector<fusion::Step> plan_run(std::vector<std::shared_ptr<Node>>& order, const std::vector<array>& outputs) {
@@ -115,6 +129,9 @@ std::vector<fusion::Step> plan_run(std::vector<std::shared_ptr<Node>>& order, co
   detail::rewrite_row_patterns(order, outputs);
   return fusion::plan(order);
 }
+}  // namespace detail
+
+namespace detail {
 
 void run_group(fusion::Group& g) {
   for (const array* e : g.externals) {
@@ -149,28 +166,44 @@ void run_group(fusion::Group& g) {
   }
 }
 
-}  // namespace
+bool profiling_on() { return g_profiling.load(std::memory_order_relaxed); }
+
+ProfileTimer::ProfileTimer() : on_(profiling_on()) {
+  if (on_) {
+    t0_ = std::chrono::steady_clock::now();
+    nested0_ = t_recorded;
+  }
+}
+
+void ProfileTimer::stop(const std::string& name, int64_t nodes) {
+  if (!on_) return;
+  const double all = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  profile_add(name, nodes, all - (t_recorded - nested0_));
+  on_ = false;
+}
+
+}  // namespace detail
 
 void eval(std::vector<array> outputs) {
-  auto order = topo_order(outputs);
+  auto order = detail::topo_order(outputs);
   fusion::reset_stats();
   const bool profiling = g_profiling.load(std::memory_order_relaxed);
-  using clock = std::chrono::steady_clock;
-  const auto t_plan = profiling ? clock::now() : clock::time_point{};
-  auto plan = plan_run(order, outputs);
-  if (profiling) profile_add("(planning)", static_cast<int64_t>(order.size()), std::chrono::duration<double>(clock::now() - t_plan).count());
+  detail::ProfileTimer planning;
+  const int64_t planned = static_cast<int64_t>(order.size());
+  auto plan = detail::plan_run(order, outputs);
+  planning.stop("(planning)", planned);
   for (auto& step : plan) {
-    const auto t0 = profiling ? clock::now() : clock::time_point{};
+    detail::ProfileTimer timer;
     if (step.node) {
       const std::string* name = profiling ? &step.node->def->name : nullptr;
-      run_node(step.node);
-      if (profiling) profile_add(*name, 1, std::chrono::duration<double>(clock::now() - t0).count());
+      detail::run_node(step.node);
+      if (profiling) timer.stop(*name, 1);
       step.node.reset();  // release the inputs this node held
     } else {
       const int64_t n = static_cast<int64_t>(step.group->members.size());
       const std::string* name = !profiling ? nullptr : n == 1 ? &step.group->members[0].node->def->name : &kFused;
-      run_group(*step.group);
-      if (profiling) profile_add(*name, n, std::chrono::duration<double>(clock::now() - t0).count());
+      detail::run_group(*step.group);
+      if (profiling) timer.stop(*name, n);
       step.group.reset();
     }
   }

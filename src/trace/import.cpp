@@ -3,11 +3,16 @@
 #include <map>
 #include <mutex>
 
+#include "core/fusion.h"
 #include "core/kernels.h"
+#include "core/mode.h"
+#include "core/program.h"
+#include "core/row_patterns.h"
 #include "format/callback.h"
 #include "format/codec.h"
 #include "format/validate.h"
 #include "format/compat/version.h"
+#include "primitives/misc/imported_call.h"
 #include "primitives/misc/load.h"
 #include "trace/match.h"
 #include "trace/tape.h"
@@ -16,7 +21,27 @@ namespace kiln {
 
 namespace detail {
 
-struct FunctionTable {
+// A record planned for one input signature (and the evaluator's settings the plan depends on).
+struct PlannedCall {
+  size_t record = 0;
+  std::vector<ArraySpec> inputs;
+  bool fusion = true, patterns = true;
+  size_t min_elements = 0;
+  std::mutex run_mu;  // one run at a time; a concurrent call evaluates the replayed graph instead
+  std::unique_ptr<Program> program;
+};
+
+struct FunctionTable;
+
+// One call's node (ImportedCall, primitives/misc/imported_call.h): the table (for the record) and the plan.
+struct CallBody final : ImportedCallBody {
+  std::shared_ptr<const FunctionTable> table;
+  std::shared_ptr<PlannedCall> planned;
+  std::vector<array> expand(const std::vector<array>& inputs) const override;
+  std::vector<array> run(const std::vector<array>& inputs) const override;
+};
+
+struct FunctionTable : std::enable_shared_from_this<FunctionTable> {
   std::shared_ptr<const format::Source> source;
   format::ParsedFile file;
   ImportOptions options;
@@ -25,6 +50,71 @@ struct FunctionTable {
   mutable FileInfo info;
   bool quirks = false;
   int writer[3] = {0, 0, 0};  // the header's version, for quirks
+  // Plans of recent calls (a few signatures per table, newest last).
+  static constexpr size_t kMaxPlans = 8;
+  mutable std::mutex plans_mu;
+  mutable std::vector<std::shared_ptr<PlannedCall>> plans;
+
+  std::vector<array> replay_record(size_t r, const std::vector<array>& inputs) const {
+    return replay(file.records[r], inputs, file.shapeless, &options, quirks ? writer : nullptr);
+  }
+
+  // The plan of record `r` for inputs of `specs`, made at the signature's second call (the record
+  // replayed on placeholders and planned): null at its first, which replays the record as a graph, so a
+  // function called once plans nothing beyond what its evaluation plans, and its constants are read then.
+  std::shared_ptr<PlannedCall> plan_for(size_t r, const std::vector<ArraySpec>& specs) const {
+    const bool fusion_on = fusion::enabled(), patterns_on = row_patterns_enabled();
+    const size_t min_el = fusion::min_elements();
+    std::shared_ptr<PlannedCall> found;
+    {
+      std::lock_guard<std::mutex> lock(plans_mu);
+      for (auto& p : plans) {
+        if (p->record == r && p->fusion == fusion_on && p->patterns == patterns_on && p->min_elements == min_el &&
+            p->inputs.size() == specs.size()) {
+          bool same = true;
+          for (size_t i = 0; i < specs.size() && same; ++i) {
+            same = specs[i].shape == p->inputs[i].shape && specs[i].dtype == p->inputs[i].dtype;
+          }
+          if (!same) continue;
+          if (p->program) return p;
+          found = p;
+          break;
+        }
+      }
+      if (!found) {
+        auto p = std::make_shared<PlannedCall>();
+        p->record = r;
+        p->inputs = specs;
+        p->fusion = fusion_on;
+        p->patterns = patterns_on;
+        p->min_elements = min_el;
+        if (plans.size() >= kMaxPlans) plans.erase(plans.begin());
+        plans.push_back(std::move(p));
+        return nullptr;
+      }
+    }
+    // Constants not read yet stay Load nodes: steps of the program that give the loaded data after the
+    // first run.
+    std::vector<array> holders;
+    holders.reserve(specs.size());
+    for (auto& s : specs) holders.push_back(placeholder(s.shape, s.dtype));
+    auto program = std::make_unique<Program>(holders, replay_record(r, holders));
+    std::lock_guard<std::mutex> lock(plans_mu);
+    if (!found->program) found->program = std::move(program);
+    return found;
+  }
+
+  // Whether a call runs as one ImportedCall node (when planned calls are on). Not while tracing for an
+  // export or compile: the record's nodes then go on the tape in the order of the traced function's own
+  // search, as an MLX export writes them (a node built before the trace and captured by it is expanded
+  // by the tracer). Transforms meet the node: its rules expand it into the record's nodes.
+  static bool planned_call(const std::vector<array>& inputs) {
+    if (!programs_enabled() || in_tracing()) return false;
+    for (auto& a : inputs) {
+      if (!a.valid()) return false;
+    }
+    return true;
+  }
 
   void build_info() const {
     info.version = file.version;
@@ -97,7 +187,18 @@ struct FunctionTable {
         if (signature_matches(rec.kwarg_keys, rec.inputs, args, kw, file.shapeless)) {
           std::vector<array> inputs = args;
           for (auto& [k, a] : kw) inputs.push_back(a);
-          return replay(rec, inputs, file.shapeless, &options, quirks ? writer : nullptr);
+          if (!planned_call(inputs)) return replay_record(r, inputs);
+          auto planned = plan_for(r, specs_of(inputs));
+          // A signature's first call, or a function without outputs (no node to build): the record's graph.
+          if (!planned || planned->program->output_specs().empty()) return replay_record(r, inputs);
+          const Stream cpu = default_stream(Device{Device::cpu, 0});
+          auto outs = make_arrays(imported_call_def(), State{std::string("function ") + std::to_string(r)}, inputs,
+                                  planned->program->output_specs(), cpu);
+          auto body = std::make_shared<CallBody>();
+          body->table = shared_from_this();
+          body->planned = std::move(planned);
+          outs[0].node()->extra = std::move(body);
+          return outs;
         }
       }
     }
@@ -109,6 +210,20 @@ struct FunctionTable {
     throw std::invalid_argument(no_match_message(fns, args, kw));
   }
 };
+
+std::vector<array> CallBody::expand(const std::vector<array>& inputs) const {
+  return table->replay_record(planned->record, inputs);
+}
+
+std::vector<array> CallBody::run(const std::vector<array>& inputs) const {
+  std::unique_lock<std::mutex> lock(planned->run_mu, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    std::vector<array> r = expand(inputs);
+    kiln::eval(r);
+    return r;
+  }
+  return planned->program->run(inputs);
+}
 
 }  // namespace detail
 

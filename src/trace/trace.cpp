@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "primitives/misc/compiled.h"
+#include "primitives/misc/imported_call.h"
 #include "primitives/misc/load.h"
 #include "core/mode.h"
 #include "trace/tape.h"
@@ -125,6 +126,10 @@ class TapeBuilder {
       emit_compiled(a);
       return;
     }
+    if (node->def == &imported_call_def()) {
+      emit_imported_call(a);
+      return;
+    }
     Entry e;
     e.kind = Entry::Kind::Primitive;
     e.def = node->def;
@@ -175,6 +180,19 @@ class TapeBuilder {
     std::vector<array> outs = node->specs.size() == 1 ? std::vector<array>{a} : a.outputs();
     for (size_t i = 0; i < outs.size(); ++i) {
       ids_of_.emplace(outs[i].desc_ptr().get(), step_ids.at(static_cast<size_t>(tape.outputs.at(i))));
+      if (outs.size() > 1) keep_.push_back(outs[i]);
+    }
+  }
+
+  // An imported function's call: its record's nodes on the node's inputs (no record holds the call node).
+  void emit_imported_call(const array& a) {
+    const auto& node = a.node();
+    std::vector<array> graph = imported_call_body(*node).expand(node->inputs);
+    std::vector<array> outs = node->specs.size() == 1 ? std::vector<array>{a} : a.outputs();
+    for (size_t i = 0; i < outs.size(); ++i) {
+      visit(graph.at(i));
+      ids_of_.emplace(outs[i].desc_ptr().get(), id_of(graph[i]));
+      keep_.push_back(graph[i]);
       if (outs.size() > 1) keep_.push_back(outs[i]);
     }
   }

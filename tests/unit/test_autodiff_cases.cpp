@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <random>
 #include <unordered_set>
 
@@ -481,6 +482,23 @@ std::vector<Case> build() {
                  return f(x);
                },
                // float32: MLX's CPU kernels of sin and exp compute float64 at float32 precision.
+               {rnd({2, 3}, -1, 1, mx::float32), rnd({2, 3}, -1, 1, mx::float32)}, 1e-2});
+  // An imported function's call: through the record's own nodes. A signature's first call replays the
+  // record as a graph; later ones build the ImportedCall node.
+  c.push_back({"ImportedCall", "an imported function's call, through its record's nodes",
+               [](const A& x) {
+                 static const mx::ImportedFunction g = [] {
+                   const std::string path =
+                       (std::filesystem::temp_directory_path() / "kiln_autodiff_imported_call.mlxfn").string();
+                   mx::export_function(path, [](const mx::Args& in) {
+                     return A{mx::sin(in[0]) * in[1] + mx::exp(in[1] * in[0]), mx::sum(mx::square(in[0]), -1, true)};
+                   }, {mx::zeros({2, 3}), mx::zeros({2, 3})});
+                   return mx::import_function(path);  // the file stays: constants load lazily from it
+                 }();
+                 g(x);
+                 return g(x);
+               },
+               // float32, as the Compiled case: the CPU's sin and exp of float64 have float32 precision.
                {rnd({2, 3}, -1, 1, mx::float32), rnd({2, 3}, -1, 1, mx::float32)}, 1e-2});
   return c;
 }

@@ -52,6 +52,8 @@ const std::map<std::string, std::string> kExcluded = {
     {"CustomTransforms", "created only by custom_function / custom_vjp / checkpoint"},
     // compile's fused group: created only by compile (tests: test_compile_fuse, bit-identical to unfused).
     {"Compiled", "created only by compile's fusion of element-wise groups"},
+    // An imported function's call: created only by import_function's calls (tests: test_program).
+    {"ImportedCall", "created only by an imported function's call"},
 };
 
 // Primitives that cannot receive an empty array or a strided input, and why.

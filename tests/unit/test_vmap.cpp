@@ -355,6 +355,20 @@ std::vector<Case> cases() {
                   });
                   return cf(x);
                 }});
+  // An imported function's call: batched through the record's own nodes. A signature's first call
+  // replays the record as a graph; later ones build the ImportedCall node.
+  cs.push_back({"ImportedCall", {f(kS), f(kS)}, [](const std::vector<array>& x) {
+                  static const ImportedFunction g = [] {
+                    const std::string path =
+                        (std::filesystem::temp_directory_path() / "kiln_vmap_imported_call.mlxfn").string();
+                    export_function(path, [](const Args& in) {
+                      return std::vector<array>{tanh(in[0]) * in[1] - square(in[0]), sum(in[1], -1, true) + in[0]};
+                    }, {zeros(kS), zeros(kS)});
+                    return import_function(path);  // the file stays: constants load lazily from it
+                  }();
+                  g(x);
+                  return g(x);
+                }});
   return cs;
 }
 

@@ -15,6 +15,8 @@ void register_misc_onnx(LoweringTable& table) {
                "a custom function's transforms are not part of a file's graph (MLX cannot serialize them)");
   table.refuse("Compiled",
                "compile's fused group is never in a record: the tracer writes its members (they are lowered one by one)");
+  table.refuse("ImportedCall",
+               "an imported function's call node is never in a record: the tracer writes the call's nodes");
   table.refuse("Load", "kiln's lazy file-constant node is not part of a file's tape (constants are initializers)");
 }
 

@@ -33,6 +33,7 @@ namespace primitives {
 void register_custom();  // custom.cpp
 void register_load();    // load.cpp
 void register_compiled();  // compiled.cpp
+void register_imported_call();  // imported_call.cpp
 
 void register_misc() {
   register_custom();
@@ -46,6 +47,7 @@ void register_misc() {
                                {.num_outputs = -1, .flags = kNoCSE | kNotSerializable | kNoOp,
                                 .shapeless = false}));
   register_compiled();
+  register_imported_call();
 }
 }  // namespace primitives
 

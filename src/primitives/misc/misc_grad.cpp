@@ -4,6 +4,7 @@
 #include "kiln/ops.h"
 #include "primitives/autodiff_rules.h"
 #include "primitives/misc/compiled.h"
+#include "primitives/misc/imported_call.h"
 
 namespace kiln {
 
@@ -89,6 +90,11 @@ Arrays compiled_fallback(const Application& app, const Arrays& inputs) {
   return detail::compiled_tape(app.node).run(inputs, app.node.stream);
 }
 
+// ImportedCall: the call's graph (its record's nodes), whose own rules the machinery applies.
+Arrays imported_call_fallback(const Application& app, const Arrays& inputs) {
+  return detail::imported_call_body(app.node).expand(inputs);
+}
+
 }  // namespace
 
 namespace primitives {
@@ -96,6 +102,7 @@ void register_misc_grad(RuleTable& t) {
   t.add("Depends", depends_vjp, depends_jvp);
   t.add("CustomTransforms", custom_vjp, custom_jvp);
   t.add("Compiled", nullptr, nullptr, compiled_fallback);
+  t.add("ImportedCall", nullptr, nullptr, imported_call_fallback);
   t.none("CustomKernel", "user kernel source; MLX 0.30.1's CustomKernel has no vjp or jvp");
   t.none("Load", "a file's constant (no inputs); kiln only, MLX has no such primitive");
 }

@@ -6,6 +6,7 @@
 #include "kiln/vmap.h"
 #include "primitives/autodiff_rules.h"
 #include "primitives/misc/compiled.h"
+#include "primitives/misc/imported_call.h"
 #include "primitives/vmap_rules.h"
 
 namespace kiln::vmap_rules {
@@ -51,12 +52,23 @@ Result compiled_rule(const Args& a) {
   return {vmap(members, a.axes, out_axes)(a.inputs), out_axes};
 }
 
+// ImportedCall: vmap of the call's graph (each of its record's nodes by its own rule), every output at
+// axis 0.
+Result imported_call_rule(const Args& a) {
+  detail::imported_call_body(a.node);  // throws for a node without a call
+  auto body = std::static_pointer_cast<const detail::ImportedCallBody>(a.node.extra);
+  auto call = [body](const std::vector<array>& xs) { return body->expand(xs); };
+  std::vector<int> out_axes(a.node.specs.size(), 0);
+  return {vmap(call, a.axes, out_axes)(a.inputs), out_axes};
+}
+
 }  // namespace
 
 void register_vmap_misc(RuleTable& t) {
   t.add("Depends", depends_rule);
   t.add("CustomTransforms", custom_rule);
   t.add("Compiled", compiled_rule);
+  t.add("ImportedCall", imported_call_rule);
   t.none("CustomKernel",
          "a custom kernel's source is opaque to kiln, so no batching rule can be derived for it (call it on "
          "batched inputs instead).");

@@ -49,6 +49,7 @@ namespace cpu {
 void register_cpu_custom(detail::KernelTable& table);  // custom.cpp
 void register_cpu_load(detail::KernelTable& table);    // load.cpp
 void register_cpu_compiled(detail::KernelTable& table);  // compiled.cpp
+void register_cpu_imported_call(detail::KernelTable& table);  // imported_call.cpp
 
 void register_cpu_misc(detail::KernelTable& table) {
   register_cpu_custom(table);
@@ -56,6 +57,7 @@ void register_cpu_misc(detail::KernelTable& table) {
   table.add("CustomTransforms", custom_transforms_cpu);
   register_cpu_load(table);
   register_cpu_compiled(table);
+  register_cpu_imported_call(table);
 }
 }  // namespace cpu
 

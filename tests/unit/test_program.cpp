@@ -1,9 +1,13 @@
 // Planned calls of imported functions (core/program.h, the ImportedCall node of src/trace/import.cpp):
 // a signature's second call runs its record as a planned program, which must give exactly what the
 // record's replayed graph gives, call after call, without touching results an earlier call returned.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <cmath>
+#include <set>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -11,6 +15,7 @@
 
 #include "core/fusion.h"
 #include "core/program.h"
+#include "core/row_patterns.h"
 #include "kiln/kiln.h"
 #include "kiln/profile.h"
 #include "unit/test_util.h"
@@ -115,6 +120,148 @@ TEST_F(Program, PlannedCallsEqualTheReplayedGraph) {
       EXPECT_EQ(test_util::vals<double>(held[i]), held_values[i]) << "output " << i << " of an earlier call changed";
     }
   }
+}
+
+// Fused element-wise groups (inputs donated, intermediates never written) and a decomposed RMSNorm
+// rewritten into one row kernel: the program plans them once, and each call runs them as eval would.
+TEST_F(Program, FusedGroupsAndRowPatternsRunInPlannedCalls) {
+  mx::detail::fusion::set_min_elements(64);
+  std::mt19937 rng(7);
+  const array w = rand_array({256}, mx::float32, rng);
+  auto f = [w](const mx::Args& a) {
+    array x = mx::tanh(a[0] * 1.5f + a[1]) - mx::exp(a[1] * 0.25f);
+    array r = mx::multiply(mx::multiply(x, mx::rsqrt(mx::add(mx::mean(mx::square(x), -1, true), mx::array(1e-5f)))), w);
+    return A{r, mx::sigmoid(x) * a[0]};
+  };
+  auto g = export_import("fused", f, {mx::zeros({32, 256}), mx::zeros({32, 256})});
+  for (int c = 0; c < 3; ++c) {
+    const A x{rand_array({32, 256}, mx::float32, rng), rand_array({32, 256}, mx::float32, rng)};
+    A replayed = call(g, x, false);
+    const auto before = mx::detail::row_pattern_counts();
+    mx::detail::set_programs_enabled(true);
+    A planned = g(x);
+    EXPECT_EQ(graph_has(planned, "ImportedCall"), c >= 1) << "call " << c;
+    mx::eval(planned);
+    const auto st = mx::detail::fusion::last_stats();
+    EXPECT_GE(st.groups, 1u) << "call " << c;
+    EXPECT_GE(st.internal, 1u) << "call " << c;
+    const auto after = mx::detail::row_pattern_counts();
+    // The second call plans (and rewrites) once; later calls run the plan without rewriting again.
+    EXPECT_EQ(after.rms_norm - before.rms_norm, c <= 1 ? 1u : 0u) << "call " << c;
+    expect_identical<float>(planned, replayed, "call " + std::to_string(c));
+  }
+}
+
+// A shapeless function planned per input signature: calls alternating between two shapes.
+TEST_F(Program, ShapelessCallsArePlannedPerSignature) {
+  std::mt19937 rng(9);
+  auto f = [](const mx::Args& a) { return A{mx::softmax(a[0] * a[1], -1) + mx::sum(a[1], 0, true)}; };
+  auto g = export_import("shapeless", f, {mx::zeros({3, 5}), mx::zeros({3, 5})}, /*shapeless=*/true);
+  for (int c = 0; c < 6; ++c) {
+    const mx::Shape shape = c % 2 ? mx::Shape{7, 2} : mx::Shape{4, 9};
+    const A x{rand_array(shape, mx::float32, rng), rand_array(shape, mx::float32, rng)};
+    A planned = call(g, x, true);
+    EXPECT_EQ(planned[0].shape(), shape);
+    expect_identical<float>(planned, call(g, x, false), "call " + std::to_string(c));
+  }
+}
+
+// With planned calls off (KILN_PROGRAMS=0), every call is the record's own graph.
+TEST_F(Program, OffBuildsTheRecordsNodes) {
+  auto g = export_import("off", [](const mx::Args& a) { return A{mx::exp(a[0]) + 1.0f}; }, {mx::zeros({4})});
+  mx::detail::set_programs_enabled(false);
+  for (int c = 0; c < 3; ++c) {
+    A out = g({mx::ones({4})});
+    EXPECT_FALSE(graph_has(out, "ImportedCall"));
+    EXPECT_TRUE(graph_has(out, "Exp"));
+  }
+}
+
+// A planned call's lazy result captured by a function being exported: the tracer writes the record's
+// nodes, so the file holds no ImportedCall node (MLX could not read one) and computes the same.
+TEST_F(Program, CapturedCallIsWrittenAsTheRecordsNodes) {
+  std::mt19937 rng(11);
+  auto g = export_import("inner", [](const mx::Args& a) { return A{mx::sin(a[0]) * 2.0f, mx::cos(a[0])}; },
+                         {mx::zeros({6})});
+  const array x = rand_array({6}, mx::float32, rng);
+  g({x});
+  A y = g({x});  // second call: one ImportedCall node, not evaluated
+  ASSERT_TRUE(graph_has(y, "ImportedCall"));
+  paths_.push_back(temp_path("outer"));
+  mx::export_function(paths_.back(), [y](const mx::Args& a) { return A{a[0] + y[0] * y[1]}; }, {mx::zeros({6})});
+  auto h = mx::import_function(paths_.back());
+  EXPECT_EQ(h.info().functions.at(0).primitive_histogram.count("ImportedCall"), 0u);
+  EXPECT_EQ(h.info().functions.at(0).primitive_histogram.count("Sin"), 1u);
+  const array z = rand_array({6}, mx::float32, rng);
+  A want{z + (mx::sin(x) * 2.0f) * mx::cos(x)};
+  mx::eval(want);
+  expect_identical<float>(call(h, {z}, true), want, "exported with a captured call");
+}
+
+// Calls of one function from several threads at once: each gets its own inputs' results (a call that
+// finds the program busy evaluates the record's graph instead).
+TEST_F(Program, ConcurrentCallsGetTheirOwnResults) {
+  auto g = export_import("threads", [](const mx::Args& a) { return A{mx::matmul(a[0], a[0]) + mx::exp(a[0])}; },
+                         {mx::zeros({16, 16})});
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(100 + t);
+      for (int c = 0; c < 25; ++c) {
+        const array x = rand_array({16, 16}, mx::float32, rng);
+        A out = g({x});
+        mx::eval(out);
+        const array want = mx::matmul(x, x) + mx::exp(x);
+        if (test_util::vals<float>(out[0]) != test_util::vals<float>(want)) ++wrong;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+// The profiler counts a planned call's steps under their primitives and the call node only for its own
+// time: the rows add up to no more than the calls' wall time.
+TEST_F(Program, ProfileCountsNestedStepsOnce) {
+  auto g = export_import("profile", [](const mx::Args& a) { return A{mx::matmul(a[0], a[0]) * 3.0f}; },
+                         {mx::zeros({64, 64})});
+  const array x = mx::ones({64, 64});
+  mx::eval(g({x}));
+  mx::eval(g({x}));  // planned from here on
+  mx::profile_report(true);
+  const bool was = mx::set_profiling(true);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int c = 0; c < 20; ++c) mx::eval(g({x}));
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  mx::set_profiling(was);
+  double total = 0;
+  std::set<std::string> names;
+  for (auto& r : mx::profile_report(true)) {
+    total += r.seconds;
+    names.insert(r.primitive);
+  }
+  EXPECT_TRUE(names.count("Matmul"));
+  EXPECT_TRUE(names.count("Multiply"));
+  EXPECT_TRUE(names.count("ImportedCall"));
+  EXPECT_LE(total, wall);
+}
+
+// The program itself: inputs must be placeholders, the graph may read nothing else that is unevaluated,
+// and a run takes inputs of the planned shapes and dtypes only.
+TEST_F(Program, RefusesWhatItCannotRun) {
+  const array p = array(std::make_shared<mx::detail::ArrayDesc>(mx::Shape{3}, mx::float32));
+  const array q = array(std::make_shared<mx::detail::ArrayDesc>(mx::Shape{3}, mx::float32));
+  EXPECT_THROW(mx::detail::Program({mx::ones({3})}, {mx::ones({3}) + 1.0f}), std::logic_error);
+  EXPECT_THAT(test_util::message_of([&] { mx::detail::Program({p}, {p + q}); }),
+              ::testing::HasSubstr("neither an input, nor evaluated"));
+  mx::detail::Program prog({p}, {mx::exp(p) + 1.0f});
+  EXPECT_THAT(test_util::message_of([&] { prog.run({mx::ones({4})}); }), ::testing::HasSubstr("planned for"));
+  EXPECT_THAT(test_util::message_of([&] { prog.run({}); }), ::testing::HasSubstr("Expected 1 inputs, got 0"));
+  array one = mx::ones({3});
+  one.eval();
+  auto out = prog.run({one});
+  EXPECT_NEAR(test_util::vals<float>(out[0])[0], std::exp(1.0f) + 1.0f, 1e-6);
 }
 
 }  // namespace

@@ -68,7 +68,9 @@ const char* kBenchHelp =
     "  median_us <median microseconds of one evaluated call over N iterations (default 20)>\n"
     "With --profile, then one 'profile' line per primitive: its time per call (the timed calls' mean), kernel\n"
     "calls and graph nodes per call, and its share; fused element-wise groups count as 'fused', graph\n"
-    "passes and fusion planning as '(planning)'.\n";
+    "passes and fusion planning as '(planning)', building each call's graph as '(call: graph)' and\n"
+    "releasing its outputs as '(release)'. From the second call on, a call runs as one ImportedCall node\n"
+    "(a plan made once): its steps count under their primitives, ImportedCall only for its own time.\n";
 
 const char* kDotHelp =
     "usage: kiln dot FILE [--function I] [-o OUT.dot|OUT.svg|OUT.png]\n"

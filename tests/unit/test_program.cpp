@@ -100,7 +100,10 @@ TEST_F(Program, PlannedCallsEqualTheReplayedGraph) {
     A held;                          // the second call's results, held across later runs
     std::vector<std::vector<double>> held_values;
     for (int c = 0; c < 4; ++c) {
-      const A x{rand_array({3, 4}, t, rng), rand_array({3, 4}, t, rng)};
+      // Calls 2 and 3 pass a transposed view and a broadcast one: the plan does not depend on layouts.
+      A x{rand_array({3, 4}, t, rng), rand_array({3, 4}, t, rng)};
+      if (c == 2) x[0] = mx::transpose(rand_array({4, 3}, t, rng), {1, 0});
+      if (c == 3) x[1] = mx::broadcast_to(rand_array({1, 4}, t, rng), {3, 4});
       A replayed = call(g, x, false);
       A planned = call(g, x, true);
       if (c >= 1) {

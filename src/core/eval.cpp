@@ -87,9 +87,6 @@ std::vector<std::shared_ptr<Node>> topo_order(const std::vector<array>& outputs,
   }
   return order;
 }
-}  // namespace detail
-
-namespace detail {
 
 void run_node(const std::shared_ptr<Node>& node) {
   std::vector<array> outs;
@@ -118,9 +115,7 @@ void run_node(const std::shared_ptr<Node>& node) {
   }
 }
 
-}  // namespace detail
 
-namespace detail {
 // The run plan of one evaluation, from the topological order. Graph rewrite passes go first (a pass
 // sees the whole order and may replace its nodes); fusion planning then groups what is left.
 std::vector<fusion::Step> plan_run(std::vector<std::shared_ptr<Node>>& order, const std::vector<array>& outputs) {
@@ -129,9 +124,6 @@ std::vector<fusion::Step> plan_run(std::vector<std::shared_ptr<Node>>& order, co
   detail::rewrite_row_patterns(order, outputs);
   return fusion::plan(order);
 }
-}  // namespace detail
-
-namespace detail {
 
 void run_group(fusion::Group& g) {
   for (const array* e : g.externals) {

@@ -160,6 +160,10 @@ void run_group(fusion::Group& g) {
 
 bool profiling_on() { return g_profiling.load(std::memory_order_relaxed); }
 
+const std::string& profile_name(const fusion::Group& g) {
+  return g.members.size() == 1 ? g.members[0].node->def->name : kFused;
+}
+
 ProfileTimer::ProfileTimer() : on_(profiling_on()) {
   if (on_) {
     t0_ = std::chrono::steady_clock::now();
@@ -193,7 +197,7 @@ void eval(std::vector<array> outputs) {
       step.node.reset();  // release the inputs this node held
     } else {
       const int64_t n = static_cast<int64_t>(step.group->members.size());
-      const std::string* name = !profiling ? nullptr : n == 1 ? &step.group->members[0].node->def->name : &kFused;
+      const std::string* name = profiling ? &detail::profile_name(*step.group) : nullptr;
       detail::run_group(*step.group);
       if (profiling) timer.stop(*name, n);
       step.group.reset();

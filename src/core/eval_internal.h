@@ -31,6 +31,8 @@ void run_group(fusion::Group& g);
 // The profiler (kiln/profile.h). A step's row gets its own time: the time of profiled steps nested in
 // it (a kernel that runs a planned graph, or evaluates one) is theirs, not counted twice.
 bool profiling_on();
+// A group's row: its one member's primitive, or "fused".
+const std::string& profile_name(const fusion::Group& g);
 class ProfileTimer {
  public:
   ProfileTimer();  // starts only when profiling is on

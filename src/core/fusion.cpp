@@ -11,25 +11,18 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <unordered_map>
 
+#include "core/env_switch.h"
 #include "core/kernels.h"
 
 namespace kiln::detail::fusion {
 
 namespace {
 
-int env_enabled() {
-  const char* e = std::getenv("KILN_FUSION");
-  return !(e && std::strcmp(e, "0") == 0);
-}
-
-// -1: follow the environment.
-int& override_flag() {
-  static int v = -1;
-  return v;
+EnvSwitch& fusion_switch() {
+  static EnvSwitch s("KILN_FUSION");
+  return s;
 }
 
 // One runner per backend (Backend::cpu, Backend::cuda), set once when the table is built.
@@ -234,12 +227,8 @@ GroupRunner group_runner(const KernelTable& kernels) {
   return g_runners[static_cast<int>(kernels.backend())].load(std::memory_order_relaxed);
 }
 
-bool enabled() {
-  static const int env = env_enabled();
-  int o = override_flag();
-  return o < 0 ? env != 0 : o != 0;
-}
-void set_enabled(bool on) { override_flag() = on ? 1 : 0; }
+bool enabled() { return fusion_switch().on(); }
+void set_enabled(bool on) { fusion_switch().set(on); }
 
 size_t min_elements() {
   const size_t n = g_min_elements.load(std::memory_order_relaxed);

@@ -1,37 +1,27 @@
 // Planned programs (core/program.h).
 #include "core/program.h"
 
-#include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <map>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
 
+#include "core/env_switch.h"
 #include "core/eval_internal.h"
 
 namespace kiln::detail {
 
 namespace {
 
-const std::string kFusedName = "fused";
-
-std::atomic<int> g_programs{-1};  // -1: follow the environment
-
-int env_programs() {
-  const char* e = std::getenv("KILN_PROGRAMS");
-  return !(e && std::strcmp(e, "0") == 0);
+EnvSwitch& programs_switch() {
+  static EnvSwitch s("KILN_PROGRAMS");
+  return s;
 }
 
 }  // namespace
 
-bool programs_enabled() {
-  static const int env = env_programs();
-  const int o = g_programs.load(std::memory_order_relaxed);
-  return o < 0 ? env != 0 : o != 0;
-}
-void set_programs_enabled(bool on) { g_programs.store(on ? 1 : 0); }
+bool programs_enabled() { return programs_switch().on(); }
+void set_programs_enabled(bool on) { programs_switch().set(on); }
 
 Program::Program(const std::vector<array>& inputs, std::vector<array> outputs) {
   std::unordered_map<const ArrayDesc*, int> input_of;
@@ -77,6 +67,12 @@ Program::Program(const std::vector<array>& inputs, std::vector<array> outputs) {
                                 " reads an array that is neither an input, nor evaluated, nor computed by the graph.");
   };
 
+  // A new slot for output k of `node`, listed as one of the step's outputs.
+  auto add_slot = [&](Step& s, const Node* node, uint32_t k) {
+    slot_of.emplace(std::make_pair(node, k), n_slots++);
+    last_reader.push_back(-1);
+    s.out_slots.push_back(n_slots - 1);
+  };
   steps_.reserve(plan.size());
   for (auto& p : plan) {
     Step s;
@@ -101,11 +97,7 @@ Program::Program(const std::vector<array>& inputs, std::vector<array> outputs) {
         feed(p.node.get(), j);
       }
       s.name = &p.node->def->name;
-      for (uint32_t k = 0; k < p.node->specs.size(); ++k) {
-        slot_of.emplace(std::make_pair(p.node.get(), k), n_slots++);
-        last_reader.push_back(-1);
-        s.out_slots.push_back(n_slots - 1);
-      }
+      for (uint32_t k = 0; k < p.node->specs.size(); ++k) add_slot(s, p.node.get(), k);
       s.node = std::move(p.node);
     } else {
       fusion::Group& g = *p.group;
@@ -115,13 +107,11 @@ Program::Program(const std::vector<array>& inputs, std::vector<array> outputs) {
         }
       }
       for (auto& m : g.members) {
-        slot_of.emplace(std::make_pair(m.node.get(), uint32_t{0}), n_slots++);
-        last_reader.push_back(-1);
-        s.out_slots.push_back(n_slots - 1);
+        add_slot(s, m.node.get(), 0);
         s.written.push_back(m.out.valid());
       }
       s.nodes = static_cast<int64_t>(g.members.size());
-      s.name = g.members.size() == 1 ? &g.members[0].node->def->name : &kFusedName;
+      s.name = &profile_name(g);
       s.group = std::move(p.group);
     }
     steps_.push_back(std::move(s));

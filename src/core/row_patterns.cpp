@@ -5,17 +5,16 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <unordered_map>
 #include <unordered_set>
+
+#include "core/env_switch.h"
 
 namespace kiln::detail {
 
 namespace {
 
-std::atomic<int> g_enabled{-1};  // -1: not decided yet (KILN_PATTERNS)
 std::atomic<uint64_t> g_rms{0}, g_layer{0}, g_softmax{0};
 
 constexpr int32_t kSum = 2, kMax = 5;  // Reduce types (primitives/reduce/reduce.h)
@@ -359,18 +358,16 @@ void rewrite(Node* root, const Match& m) {
 
 }  // namespace
 
-void set_row_patterns_enabled(bool on) { g_enabled.store(on ? 1 : 0); }
-
-bool row_patterns_enabled() {
-  int v = g_enabled.load(std::memory_order_relaxed);
-  if (v < 0) {
-    const char* env = std::getenv("KILN_PATTERNS");
-    v = env && std::strcmp(env, "0") == 0 ? 0 : 1;
-    int expected = -1;
-    if (!g_enabled.compare_exchange_strong(expected, v)) v = expected;
-  }
-  return v == 1;
+namespace {
+EnvSwitch& patterns_switch() {
+  static EnvSwitch s("KILN_PATTERNS");
+  return s;
 }
+}  // namespace
+
+void set_row_patterns_enabled(bool on) { patterns_switch().set(on); }
+
+bool row_patterns_enabled() { return patterns_switch().on(); }
 
 RowPatternCounts row_pattern_counts() {
   return {g_rms.load(std::memory_order_relaxed), g_layer.load(std::memory_order_relaxed),

@@ -11,16 +11,15 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "core/env_switch.h"
+
 namespace kiln::io_detail {
 
 namespace {
 
-std::atomic<bool>& mapping_flag() {
-  static std::atomic<bool> on{[] {
-    const char* e = std::getenv("KILN_MMAP");
-    return !(e && std::strcmp(e, "0") == 0);
-  }()};
-  return on;
+detail::EnvSwitch& mapping_switch() {
+  static detail::EnvSwitch s("KILN_MMAP");
+  return s;
 }
 
 bool lendable(uint64_t offset, size_t n, size_t align, uint64_t size) {
@@ -29,8 +28,8 @@ bool lendable(uint64_t offset, size_t n, size_t align, uint64_t size) {
 
 }  // namespace
 
-bool mapping_enabled() { return mapping_flag().load(std::memory_order_relaxed); }
-void set_mapping_enabled(bool on) { mapping_flag().store(on, std::memory_order_relaxed); }
+bool mapping_enabled() { return mapping_switch().on(); }
+void set_mapping_enabled(bool on) { mapping_switch().set(on); }
 
 std::shared_ptr<const void> RandomSource::view(uint64_t, size_t, size_t) const { return nullptr; }
 

@@ -27,6 +27,7 @@ struct PlannedCall {
   std::vector<ArraySpec> inputs;
   bool fusion = true, patterns = true;
   size_t min_elements = 0;
+  State node_state;   // the ImportedCall nodes' state
   std::mutex run_mu;  // one run at a time; a concurrent call evaluates the replayed graph instead
   std::unique_ptr<Program> program;
 };
@@ -88,6 +89,7 @@ struct FunctionTable : std::enable_shared_from_this<FunctionTable> {
         p->fusion = fusion_on;
         p->patterns = patterns_on;
         p->min_elements = min_el;
+        p->node_state = State{std::string("function ") + std::to_string(r)};
         if (plans.size() >= kMaxPlans) plans.erase(plans.begin());
         plans.push_back(std::move(p));
         return nullptr;
@@ -192,8 +194,7 @@ struct FunctionTable : std::enable_shared_from_this<FunctionTable> {
           // A signature's first call, or a function without outputs (no node to build): the record's graph.
           if (!planned || planned->program->output_specs().empty()) return replay_record(r, inputs);
           const Stream cpu = default_stream(Device{Device::cpu, 0});
-          auto outs = make_arrays(imported_call_def(), State{std::string("function ") + std::to_string(r)}, inputs,
-                                  planned->program->output_specs(), cpu);
+          auto outs = make_arrays(imported_call_def(), planned->node_state, inputs, planned->program->output_specs(), cpu);
           auto body = std::make_shared<CallBody>();
           body->table = shared_from_this();
           body->planned = std::move(planned);

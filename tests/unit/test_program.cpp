@@ -37,11 +37,7 @@ array rand_array(const mx::Shape& shape, mx::Dtype t, std::mt19937& rng) {
   return mx::astype(array(v.data(), shape, mx::float32), t);
 }
 
-bool graph_has(const A& outs, const std::string& name) {
-  bool found = false;
-  test_util::for_each_node(outs, [&](const array& a) { found = found || a.node()->def->name == name; });
-  return found;
-}
+using test_util::graph_has;
 
 // The outputs of `g(x)` with planned calls on or off, evaluated.
 A call(const mx::ImportedFunction& g, const A& x, bool planned) {

@@ -11,6 +11,7 @@
 #include <kiln/kiln.h>
 
 #include "core/mode.h"
+#include "unit/test_util.h"
 
 namespace mx = kiln;
 using ::testing::HasSubstr;
@@ -115,17 +116,7 @@ std::string error_of(F&& f) {
 }
 
 // Whether the graph behind `a` contains a node named `name`.
-bool graph_has(const mx::array& a, const std::string& name) {
-  std::vector<mx::array> stack{a};
-  while (!stack.empty()) {
-    mx::array x = stack.back();
-    stack.pop_back();
-    if (!x.has_primitive()) continue;
-    if (x.node()->def->name == name) return true;
-    for (auto& in : x.inputs()) stack.push_back(in);
-  }
-  return false;
-}
+bool graph_has(const mx::array& a, const std::string& name) { return test_util::graph_has({a}, name); }
 
 mx::Dtype expected_sum_dtype(mx::Dtype t) {
   if (t == mx::bool_ || t == mx::int8 || t == mx::int16 || t == mx::int32) return mx::int32;

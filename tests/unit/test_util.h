@@ -52,7 +52,6 @@ std::vector<T> vals(mx::array a) {
   return out;
 }
 
-// The message of the exception `f` throws; `none` when it throws nothing.
 // Calls `f` once for each node of the graph below `outs` (with one array of the node), outputs first.
 inline void for_each_node(const std::vector<mx::array>& outs, const std::function<void(const mx::array&)>& f) {
   std::vector<mx::array> stack(outs.begin(), outs.end());
@@ -66,6 +65,14 @@ inline void for_each_node(const std::vector<mx::array>& outs, const std::functio
   }
 }
 
+// Whether the graph below `outs` holds a node of the row `name`.
+inline bool graph_has(const std::vector<mx::array>& outs, const std::string& name) {
+  bool found = false;
+  for_each_node(outs, [&](const mx::array& a) { found = found || a.node()->def->name == name; });
+  return found;
+}
+
+// The message of the exception `f` throws; `none` when it throws nothing.
 inline std::string message_of(const std::function<void()>& f, const char* none = "<no exception>") {
   try {
     f();

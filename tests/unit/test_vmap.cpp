@@ -372,12 +372,7 @@ std::vector<Case> cases() {
   return cs;
 }
 
-// Whether the graph of `outs` holds a node of the row `name`.
-bool graph_has(const std::vector<array>& outs, const std::string& name) {
-  bool found = false;
-  test_util::for_each_node(outs, [&](const array& a) { found = found || a.node()->def->name == name; });
-  return found;
-}
+using test_util::graph_has;
 
 // got == want, element by element (complex parts compared separately), within the case's tolerance.
 void expect_close(array got, array want, double rtol, double atol, const std::string& what) {

@@ -15,7 +15,7 @@ namespace kiln::detail {
 
 namespace {
 
-std::atomic<uint64_t> g_rms{0}, g_layer{0}, g_softmax{0};
+std::atomic<uint64_t> g_rms{0}, g_layer{0}, g_softmax{0}, g_rope{0};
 
 constexpr int32_t kSum = 2, kMax = 5;  // Reduce types (primitives/reduce/reduce.h)
 
@@ -23,7 +23,10 @@ struct Defs {
   const PrimitiveDef *add = nullptr, *sub = nullptr, *mul = nullptr, *div = nullptr, *square = nullptr,
                      *sqrt = nullptr, *exp = nullptr, *reduce = nullptr, *broadcast = nullptr,
                      *stop_gradient = nullptr, *rms = nullptr, *layer = nullptr, *softmax = nullptr, *load = nullptr;
-  bool ok = false;
+  // RoPE's decomposition
+  const PrimitiveDef *concat = nullptr, *slice = nullptr, *cos = nullptr, *sin = nullptr, *arange = nullptr,
+                     *astype = nullptr, *expand_dims = nullptr, *rope = nullptr;
+  bool ok = false, rope_ok = false;
 };
 
 const Defs& defs() {
@@ -43,6 +46,15 @@ const Defs& defs() {
     r.layer = registry::find("LayerNorm");
     r.softmax = registry::find("Softmax");
     r.load = registry::find("Load");
+    r.concat = registry::find("Concatenate");
+    r.slice = registry::find("Slice");
+    r.cos = registry::find("Cos");
+    r.sin = registry::find("Sin");
+    r.arange = registry::find("Arange");
+    r.astype = registry::find("AsType");
+    r.expand_dims = registry::find("ExpandDims");
+    r.rope = registry::find("RoPE");
+    r.rope_ok = r.concat && r.slice && r.cos && r.sin && r.arange && r.astype && r.expand_dims && r.rope;
     r.ok = r.add && r.sub && r.mul && r.div && r.square && r.sqrt && r.exp && r.reduce && r.broadcast && r.rms &&
            r.layer && r.softmax;
     return r;
@@ -55,7 +67,7 @@ Node* prod(const array& a) { return !a.is_available() && a.has_primitive() ? a.n
 
 bool is(const Node* n, const PrimitiveDef* d) { return n && n->def == d && n->specs.size() == 1; }
 
-enum class Kind { Rms, Layer, Softmax };
+enum class Kind { Rms, Layer, Softmax, Rope };
 
 struct Match {
   Kind kind = Kind::Rms;
@@ -63,6 +75,9 @@ struct Match {
   std::vector<Node*> periph;  // broadcasts of constants and parameters: removed when needed by it alone
   array x, w, b;
   float eps = 0.0f;
+  // RoPE: x, the offset (w), the rotated dims and the row's base and scale
+  int dims = 0;
+  float base = 0.0f, scale = 1.0f;
 };
 
 // `a` through an optional Broadcast, which joins `into`.
@@ -267,9 +282,234 @@ bool match_softmax(Node* root, Match& m) {
   return true;
 }
 
+// ---- RoPE ----
+// MLX's CPU fallback of fast.rope (not traditional), on x of shape (B, N, T, D), h = dims / 2:
+//   positions = (arange(T) + astype(offset, float32)) [· scale]          (T)
+//   freqs     = exp(arange(0, -h, -1) · c), c = log(base) / h            (h)
+//   theta     = expand_dims(positions, 1) · freqs                         (T, h)
+//   x1, x2    = x[..., :h], x[..., h:2h]
+//   out       = concatenate([x1·cos − x2·sin, x1·sin + x2·cos (, x[..., 2h:])], -1)
+// (operands of Add/Multiply in either order, Broadcasts optional). It becomes one RoPE node
+// (dims, base, scale, forward) reading x and the offset.
+
+// An Arange node of float32 values start, start + step, ... (count values).
+bool is_arange(const Node* n, double start, double step, int64_t count) {
+  if (!is(n, defs().arange) || !n->inputs.empty() || n->specs[0].dtype != float32) return false;
+  const Shape& sh = n->specs[0].shape;
+  return sh.size() == 1 && sh[0] == count && n->state.get<double>(0) == start && n->state.get<double>(2) == step;
+}
+
+// A Slice of the last axis [lo, hi) of some array, every other axis whole and every stride 1: the array.
+const array* last_axis_slice(const array& a, int64_t lo, int64_t hi, Match& m) {
+  Node* n = prod(a);
+  if (!is(n, defs().slice) || n->inputs.size() != 1) return nullptr;
+  const array& src = n->inputs[0];
+  const auto& start = n->state.ints(0);
+  const auto& stop = n->state.ints(1);
+  const auto& strides = n->state.ints(2);
+  const size_t nd = src.ndim();
+  if (nd == 0 || start.size() != nd || stop.size() != nd || strides.size() != nd) return nullptr;
+  for (size_t i = 0; i < nd; ++i) {
+    const bool last = i + 1 == nd;
+    const int64_t want_lo = last ? lo : 0, want_hi = last ? hi : src.shape()[i];
+    if (start[i] != want_lo || stop[i] != want_hi || strides[i] != 1) return nullptr;
+  }
+  m.core.push_back(n);
+  return &src;
+}
+
+// A product p·q (either order) one of whose operands is `a`: the other (Broadcasts of either skipped and
+// added to `bcasts`).
+const array* other_factor(Node* mul, const array& a, std::vector<Node*>& bcasts) {
+  if (!is(mul, defs().mul) || mul->inputs.size() != 2) return nullptr;
+  for (int i = 0; i < 2; ++i) {
+    std::vector<Node*> seen;
+    if (skip_bcast(mul->inputs[i], seen).is_same(a)) {
+      const array& f = skip_bcast(mul->inputs[1 - i], seen);
+      bcasts.insert(bcasts.end(), seen.begin(), seen.end());
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
+// theta = expand_dims(positions) · freqs: fills offset, scale, base from it.
+bool rope_theta(const array& theta, int64_t T, int64_t h, Match& m) {
+  const Defs& D = defs();
+  Node* t = prod(theta);
+  if (!is(t, D.mul) || t->inputs.size() != 2) return false;
+  for (int i = 0; i < 2; ++i) {
+    Match k = m;
+    // positions: ExpandDims(axis 1) of (arange(T) + astype(offset)) [· scale]
+    Node* e = prod(skip_bcast(t->inputs[i], k.core));
+    if (!is(e, D.expand_dims) || e->inputs.size() != 1 || e->state.ints(0) != std::vector<int32_t>{1}) continue;
+    Node* p = prod(e->inputs[0]);
+    double scale = 1.0;
+    if (is(p, D.mul) && p->inputs.size() == 2) {
+      bool found = false;
+      for (int j = 0; j < 2 && !found; ++j) {
+        const size_t mark = k.periph.size();
+        if (const_scalar(skip_bcast(p->inputs[1 - j], k.periph), scale)) {
+          k.core.push_back(p);
+          p = prod(p->inputs[j]);
+          found = true;
+        } else {
+          k.periph.resize(mark);
+        }
+      }
+      if (!found) continue;
+    }
+    if (!is(p, D.add) || p->inputs.size() != 2) continue;
+    const array* off = nullptr;
+    for (int j = 0; j < 2 && !off; ++j) {
+      if (!is_arange(prod(p->inputs[j]), 0.0, 1.0, T)) continue;
+      const size_t mark = k.periph.size();
+      Node* cast = prod(skip_bcast(p->inputs[1 - j], k.periph));
+      if (is(cast, D.astype) && cast->inputs.size() == 1 && cast->specs[0].dtype == float32 &&
+          cast->specs[0].shape.empty() && (cast->inputs[0].dtype() == int32 || cast->inputs[0].dtype() == uint32) &&
+          cast->inputs[0].ndim() == 0) {
+        k.core.push_back(prod(p->inputs[j]));
+        k.periph.push_back(cast);
+        off = &cast->inputs[0];
+      } else {
+        k.periph.resize(mark);
+      }
+    }
+    if (!off) continue;
+    k.core.push_back(p);
+    k.core.push_back(e);
+    // freqs: exp(arange(0, -h, -1) · c)
+    Node* ex = prod(skip_bcast(t->inputs[1 - i], k.core));
+    if (!is(ex, D.exp) || ex->inputs.size() != 1) continue;
+    Node* fm = prod(ex->inputs[0]);
+    if (!is(fm, D.mul) || fm->inputs.size() != 2) continue;
+    double c = 0.0;
+    bool freqs = false;
+    for (int j = 0; j < 2 && !freqs; ++j) {
+      if (!is_arange(prod(fm->inputs[j]), 0.0, -1.0, h)) continue;
+      const size_t mark = k.periph.size();
+      if (const_scalar(skip_bcast(fm->inputs[1 - j], k.periph), c) && c > 0.0) {
+        k.core.push_back(prod(fm->inputs[j]));
+        freqs = true;
+      } else {
+        k.periph.resize(mark);
+      }
+    }
+    if (!freqs) continue;
+    // The RoPE kernel computes c again as float(log(base)) / h: find a float base that gives c's float.
+    const float cf = static_cast<float>(c);
+    float base = static_cast<float>(std::exp(c * static_cast<double>(h)));
+    auto c_of = [&](float b) { return std::log(b) / static_cast<float>(h); };
+    bool exact = false;
+    for (int step = 0; step < 256 && !exact; ++step) {
+      if (c_of(base) == cf) {
+        exact = true;
+      } else {
+        base = std::nextafter(base, c_of(base) < cf ? INFINITY : 0.0f);
+      }
+    }
+    if (!exact || !std::isfinite(base)) continue;
+    k.core.insert(k.core.end(), {fm, ex, t});
+    k.w = *off;
+    k.scale = static_cast<float>(scale);
+    k.base = base;
+    if (static_cast<double>(k.scale) != scale) continue;
+    m = std::move(k);
+    return true;
+  }
+  return false;
+}
+
+// root: Concatenate over the last axis of x1·C − x2·S, x1·S + x2·C (and x's remaining columns).
+bool match_rope(Node* root, Match& m) {
+  const Defs& D = defs();
+  if (!D.rope_ok || !is(root, D.concat) || (root->inputs.size() != 2 && root->inputs.size() != 3)) return false;
+  const Shape& os = root->specs[0].shape;
+  const int nd = static_cast<int>(os.size());
+  if (nd != 4 || (root->state.i(0) != nd - 1 && root->state.i(0) != -1)) return false;
+  const int64_t h = root->inputs[0].shape().back();
+  const int64_t T = os[2];
+  if (h <= 0 || root->inputs[1].shape().back() != h) return false;
+  Node* lo = prod(root->inputs[0]);  // x1·C − x2·S
+  Node* hi = prod(root->inputs[1]);  // x1·S + x2·C
+  if (!is(lo, D.sub) || lo->inputs.size() != 2 || !is(hi, D.add) || hi->inputs.size() != 2) return false;
+  Node* x1c = prod(lo->inputs[0]);
+  Node* x2s = prod(lo->inputs[1]);
+  const array* x1 = nullptr;
+  const array* x = nullptr;
+  // x1 · C: find x1 as a slice [0, h) of x
+  for (int i = 0; i < 2 && !x; ++i) {
+    if (!is(x1c, D.mul) || x1c->inputs.size() != 2) break;
+    Match k = m;
+    if (const array* src = last_axis_slice(x1c->inputs[i], 0, h, k)) {
+      x1 = &x1c->inputs[i];
+      x = src;
+      m = std::move(k);
+    }
+  }
+  if (!x || x->dtype() != float32 || x->shape() != Shape{os[0], os[1], os[2], static_cast<int32_t>(x->shape().back())} ||
+      x->shape().back() != os[3]) {
+    return false;
+  }
+  const array* cosv = other_factor(x1c, *x1, m.core);
+  if (!cosv) return false;
+  // x2 · S with x2 the slice [h, 2h) of the same x
+  const array* x2 = nullptr;
+  for (int i = 0; i < 2 && !x2; ++i) {
+    if (!is(x2s, D.mul) || x2s->inputs.size() != 2) return false;
+    Match k = m;
+    const array* src = last_axis_slice(x2s->inputs[i], h, 2 * h, k);
+    if (src && src->is_same(*x)) {
+      x2 = &x2s->inputs[i];
+      m = std::move(k);
+    }
+  }
+  if (!x2) return false;
+  const array* sinv = other_factor(x2s, *x2, m.core);
+  if (!sinv) return false;
+  // x1 · S + x2 · C: the same four arrays
+  Node* a = prod(hi->inputs[0]);
+  Node* b = prod(hi->inputs[1]);
+  const array* s1 = other_factor(a, *x1, m.core);
+  const array* c2 = other_factor(b, *x2, m.core);
+  if (!s1 || !c2) {
+    std::swap(a, b);
+    s1 = other_factor(a, *x1, m.core);
+    c2 = other_factor(b, *x2, m.core);
+  }
+  if (!s1 || !c2 || !s1->is_same(*sinv) || !c2->is_same(*cosv)) return false;
+  // C = cos(theta), S = sin(theta) of one theta (T, h)
+  Node* cn = prod(*cosv);
+  Node* sn = prod(*sinv);
+  if (!is(cn, D.cos) || !is(sn, D.sin) || cn->inputs.size() != 1 || sn->inputs.size() != 1 ||
+      !cn->inputs[0].is_same(sn->inputs[0])) {
+    return false;
+  }
+  const array& theta = cn->inputs[0];
+  if (theta.shape() != Shape{static_cast<int32_t>(T), static_cast<int32_t>(h)} || theta.dtype() != float32) return false;
+  if (root->inputs.size() == 3) {  // the columns past the rotated ones, unchanged
+    Match k = m;
+    const array* src = last_axis_slice(root->inputs[2], 2 * h, os[3], k);
+    if (!src || !src->is_same(*x)) return false;
+    m = std::move(k);
+  } else if (2 * h != os[3]) {
+    return false;
+  }
+  if (!rope_theta(theta, T, h, m)) return false;
+  m.core.insert(m.core.end(), {lo, hi, x1c, x2s, a, b, cn, sn});
+  m.kind = Kind::Rope;
+  m.x = *x;
+  m.dims = static_cast<int>(2 * h);
+  for (const Node* n : m.core) {
+    if (n->specs[0].dtype != float32) return false;
+  }
+  return true;
+}
+
 // Shapes and dtypes: float32 throughout, elementwise nodes on x's shape or its rows' shape (last axis 1),
 // the root producing x's shape, parameters scalars or vectors of the last axis's size.
 bool well_formed(const Node* root, const Match& m) {
+  if (m.kind == Kind::Rope) return true;  // match_rope checks its own shapes and dtypes
   const array& x = m.x;
   if (!x.valid() || x.dtype() != float32 || x.ndim() == 0 || x.shape().back() == 0) return false;
   const Shape& xs = x.shape();
@@ -302,6 +542,10 @@ bool exclusive(const Node* n, const std::unordered_map<uintptr_t, long>& refs,
   return it != refs.end() && it->second == uses;
 }
 
+void count_into(const Node* n, std::unordered_map<uintptr_t, long>& refs) {
+  for (const array& in : n->inputs) ++refs[in.id()];
+}
+
 // Checks exclusivity; on success lists the nodes to remove (core, and the exclusive peripheral ones).
 bool removable(const Node* root, Match& m, const std::unordered_set<uintptr_t>& outputs,
                std::vector<Node*>& remove) {
@@ -322,9 +566,27 @@ bool removable(const Node* root, Match& m, const std::unordered_set<uintptr_t>& 
     if (!exclusive(n, refs, outputs)) return false;
     remove.push_back(n);
   }
+  // A peripheral node goes when only the removed nodes read it; one that stays keeps what it reads (a
+  // Broadcast shared with another pattern keeps the AsType under it), so this repeats until nothing
+  // more can go.
+  std::unordered_map<uintptr_t, long> gone;
+  count_into(root, gone);
+  for (const Node* n : m.core) count_into(n, gone);
+  std::vector<Node*> left;
   for (Node* n : m.periph) {
-    if (std::find(m.core.begin(), m.core.end(), n) == m.core.end() && exclusive(n, refs, outputs)) {
-      remove.push_back(n);
+    if (std::find(m.core.begin(), m.core.end(), n) == m.core.end()) left.push_back(n);
+  }
+  for (bool more = true; more;) {
+    more = false;
+    for (auto it = left.begin(); it != left.end();) {
+      if (exclusive(*it, gone, outputs)) {
+        remove.push_back(*it);
+        count_into(*it, gone);
+        it = left.erase(it);
+        more = true;
+      } else {
+        ++it;
+      }
     }
   }
   return true;
@@ -353,6 +615,12 @@ void rewrite(Node* root, const Match& m) {
       root->inputs = {m.x};
       g_softmax.fetch_add(1, std::memory_order_relaxed);
       break;
+    case Kind::Rope:
+      root->def = D.rope;
+      root->state = State{std::monostate{}, m.dims, false, m.base, m.scale, true};
+      root->inputs = {m.x, m.w};
+      g_rope.fetch_add(1, std::memory_order_relaxed);
+      break;
   }
 }
 
@@ -371,7 +639,7 @@ bool row_patterns_enabled() { return patterns_switch().on(); }
 
 RowPatternCounts row_pattern_counts() {
   return {g_rms.load(std::memory_order_relaxed), g_layer.load(std::memory_order_relaxed),
-          g_softmax.load(std::memory_order_relaxed)};
+          g_softmax.load(std::memory_order_relaxed), g_rope.load(std::memory_order_relaxed)};
 }
 
 size_t rewrite_row_patterns(std::vector<std::shared_ptr<Node>>& order, const std::vector<array>& outputs) {
@@ -395,15 +663,17 @@ size_t rewrite_row_patterns(std::vector<std::shared_ptr<Node>>& order, const std
     Node* root = order[k].get();
     if (removed.count(root) || root->specs.size() != 1) continue;
     const bool norm_root = root->def == D.add || root->def == D.mul || root->def == D.div;
-    if (!norm_root) continue;
+    const bool rope_root = root->def == D.concat;
+    if (!norm_root && !rope_root) continue;
     bool done = false;
-    for (int attempt = 0; attempt < 3 && !done; ++attempt) {
+    for (int attempt = rope_root ? 3 : 0; attempt < (rope_root ? 4 : 3) && !done; ++attempt) {
       Match m;
       bool found = false;
       try {
         found = attempt == 0   ? match_norm(root, true, m)
                 : attempt == 1 ? match_norm(root, false, m)
-                               : match_softmax(root, m);
+                : attempt == 2 ? match_softmax(root, m)
+                               : match_rope(root, m);
       } catch (const std::exception&) {
         found = false;  // a state the pass cannot read (or a constant that fails to load): left as it is
       }

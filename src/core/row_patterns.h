@@ -7,6 +7,10 @@
 //   RMSNorm:   x · rsqrt(mean(x²) + eps) [· w]          also x / sqrt(...)
 //   LayerNorm: (x - mean(x)) · rsqrt(mean((x - mean(x))²) + eps) [· w] [+ b]
 //   Softmax:   exp(x - max(x)) / sum(exp(x - max(x)))
+//   RoPE:      MLX's fallback of fast.rope (not traditional) on 4-D x: concatenate([x1·cos − x2·sin,
+//              x1·sin + x2·cos (, x[..., dims:])], -1) with x1, x2 the halves of x[..., :dims] and
+//              theta = expand_dims((arange(T) + offset) · scale, 1) · exp(arange(0, -dims/2, -1) · c)
+//              (row_patterns.cpp tells the details); base = exp(c · dims/2) as the float that gives c again
 // with mean written as sum · (1/n) or sum / n over the last axis (kept as a size-1 axis), x², as Square
 // or x · x, eps and 1/n constants, w and b scalars or vectors of the last axis's size with x's dtype.
 // Only float32 graphs are rewritten (the decomposed 16-bit forms round every intermediate; the fused
@@ -37,7 +41,7 @@ bool row_patterns_enabled();
 
 // Patterns rewritten since the program started, by kind.
 struct RowPatternCounts {
-  uint64_t rms_norm = 0, layer_norm = 0, softmax = 0;
+  uint64_t rms_norm = 0, layer_norm = 0, softmax = 0, rope = 0;
 };
 RowPatternCounts row_pattern_counts();
 

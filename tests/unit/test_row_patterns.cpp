@@ -1,5 +1,5 @@
-// The row pattern pass (src/core/row_patterns.h): decomposed RMSNorm, LayerNorm and Softmax graphs run
-// as one fused node each (observed through the pass's counters), give the unrewritten graph's values
+// The row pattern pass (src/core/row_patterns.h): decomposed RMSNorm, LayerNorm, Softmax and RoPE graphs
+// run as one fused node each (observed through the pass's counters), give the unrewritten graph's values
 // within float32 rounding, and are left alone when an intermediate is needed elsewhere (another
 // consumer, an output of the evaluation, an array the caller holds) or the graph is not float32.
 #include <gtest/gtest.h>
@@ -33,7 +33,7 @@ struct Patterns {
 };
 
 RowPatternCounts delta(const RowPatternCounts& a, const RowPatternCounts& b) {
-  return {b.rms_norm - a.rms_norm, b.layer_norm - a.layer_norm, b.softmax - a.softmax};
+  return {b.rms_norm - a.rms_norm, b.layer_norm - a.layer_norm, b.softmax - a.softmax, b.rope - a.rope};
 }
 
 // Builds the graph twice (fresh each time: evaluation consumes it), evaluates it with the pass on and
@@ -80,6 +80,29 @@ mx::array softmax_decomposed(const mx::array& x, bool stop_gradient_max) {
   if (stop_gradient_max) m = mx::stop_gradient(m);
   mx::array e = mx::exp(mx::subtract(x, m));
   return mx::divide(e, mx::sum(e, -1, true));
+}
+
+// MLX's CPU fallback of fast.rope (not traditional) on x of shape (B, N, T, D), as its exports hold it.
+// `shared` (when given) is the offset's float Broadcast, reused by a second instance as MLX's graphs do.
+mx::array rope_decomposed(const mx::array& x, int dims, float base, float scale, const mx::array& offset,
+                          mx::array* shared = nullptr, mx::array* angles = nullptr) {
+  const mx::Shape& sh = x.shape();
+  const int T = sh[2], h = dims / 2;
+  mx::array off = shared && shared->valid() ? *shared : mx::broadcast_to(mx::astype(offset, mx::float32), {T});
+  if (shared) *shared = off;
+  mx::array pos = mx::add(mx::arange(0.0, static_cast<double>(T), 1.0, mx::float32), off);
+  if (scale != 1.0f) pos = mx::multiply(pos, mx::array(scale));
+  mx::array freqs = mx::exp(mx::multiply(mx::arange(0.0, static_cast<double>(-h), -1.0, mx::float32),
+                                         mx::array(static_cast<float>(std::log(static_cast<double>(base)) / h))));
+  mx::array theta = mx::multiply(mx::expand_dims(pos, 1), freqs);
+  if (angles) *angles = theta;
+  mx::array c = mx::cos(theta), s = mx::sin(theta);
+  mx::array x1 = mx::slice(x, {0, 0, 0, 0}, {sh[0], sh[1], T, h});
+  mx::array x2 = mx::slice(x, {0, 0, 0, h}, {sh[0], sh[1], T, 2 * h});
+  std::vector<mx::array> parts{mx::subtract(mx::multiply(x1, c), mx::multiply(x2, s)),
+                               mx::add(mx::multiply(x1, s), mx::multiply(x2, c))};
+  if (dims < sh[3]) parts.push_back(mx::slice(x, {0, 0, 0, dims}, sh));
+  return mx::concatenate(parts, 3);
 }
 
 TEST(RowPatterns, RmsNormForms) {
@@ -248,6 +271,72 @@ TEST(RowPatterns, ImportedFunctionsAreRewritten) {
     for (size_t i = 0; i < 3; ++i) expect_close(outs[i], off[i], 2e-6, 1e-6, "output " + std::to_string(i));
   }
   std::remove(path.c_str());
+}
+
+// RoPE: one fused node per decomposition, with the unrewritten graph's values (the fused kernel computes
+// the same float32 angles, sines and cosines; only the rotation's roundings differ) and mx::fast::rope's.
+TEST(RowPatterns, RopeForms) {
+  const mx::array x = X({2, 3, 5, 64}, mx::float32, 4);
+  for (int32_t offset : {0, 7, 300}) {
+    const mx::array off = mx::array(offset, mx::int32);
+    for (float scale : {1.0f, 0.5f}) {
+      for (float base : {10000.0f, 500000.0f}) {
+        auto d = run_both([&] { return rope_decomposed(x, 64, base, scale, off); });
+        EXPECT_EQ(d.rope, 1u) << offset << " " << scale << " " << base;
+        mx::array want = mx::fast::rope(x, 64, false, base, scale, off);
+        expect_close(rope_decomposed(x, 64, base, scale, off), vals(want), 2e-6, 1e-6, "vs fast::rope");
+      }
+    }
+  }
+  // A part of the last axis rotated, the rest copied.
+  EXPECT_EQ(run_both([&] { return rope_decomposed(x, 32, 10000.0f, 1.0f, mx::array(3, mx::int32)); }).rope,
+            1u);
+}
+
+// Queries and keys rotated in one graph share the offset's Broadcast (as MLX's exports do): both are
+// rewritten, and the shared nodes the second one still reads stay.
+TEST(RowPatterns, RopeTwiceSharingTheOffset) {
+  const mx::array q = X({1, 8, 3, 64}, mx::float32, 5), k = X({1, 2, 3, 64}, mx::float32, 6);
+  const mx::array off = mx::array(256, mx::int32);
+  auto d = run_both(
+      [&] {
+        mx::array shared;
+        mx::array rq = rope_decomposed(q, 64, 10000.0f, 1.0f, off, &shared);
+        mx::array rk = rope_decomposed(k, 64, 10000.0f, 1.0f, off, &shared);
+        return mx::add(mx::sum(rq, {1}), mx::sum(rk, {1}));
+      },
+      1e-5, 1e-5);
+  EXPECT_EQ(d.rope, 2u);
+}
+
+TEST(RowPatterns, RopeNotRewrittenWhenNotTheForm) {
+  const mx::array x = X({1, 2, 4, 16}, mx::float32, 7);
+  const mx::array off = mx::array(2, mx::int32);
+  // The halves swapped in the second term (not a rotation), the angles held by the caller, a float16 x.
+  EXPECT_EQ(run_both([&] {
+              const mx::Shape& sh = x.shape();
+              mx::array th = mx::multiply(mx::expand_dims(mx::arange(0.0, 4.0, 1.0, mx::float32), 1),
+                                          mx::exp(mx::multiply(mx::arange(0.0, -8.0, -1.0, mx::float32),
+                                                               mx::array(0.5f))));
+              mx::array x1 = mx::slice(x, {0, 0, 0, 0}, {sh[0], sh[1], 4, 8});
+              mx::array x2 = mx::slice(x, {0, 0, 0, 8}, {sh[0], sh[1], 4, 16});
+              mx::array c = mx::cos(th), s = mx::sin(th);
+              return mx::concatenate({mx::subtract(mx::multiply(x1, c), mx::multiply(x2, s)),
+                                      mx::add(mx::multiply(x2, s), mx::multiply(x1, c))},
+                                     3);
+            }).rope,
+            0u);
+  {
+    // The angles are also an output of the evaluation.
+    const RowPatternCounts before = row_pattern_counts();
+    mx::array theta;
+    mx::array y = rope_decomposed(x, 16, 10000.0f, 1.0f, off, nullptr, &theta);
+    mx::eval({y, theta});
+    EXPECT_EQ(delta(before, row_pattern_counts()).rope, 0u);
+    EXPECT_EQ(theta.shape(), (mx::Shape{4, 8}));
+  }
+  const mx::array xh = X({1, 2, 4, 16}, mx::float16, 8);
+  EXPECT_EQ(run_both([&] { return rope_decomposed(xh, 16, 10000.0f, 1.0f, off); }, 0, 0).rope, 0u);
 }
 
 }  // namespace

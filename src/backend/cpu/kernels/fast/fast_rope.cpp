@@ -5,6 +5,7 @@
 #include "backend/cpu/kernels/fast/fast_kernels.h"
 #include "backend/cpu/kernels/fast/row_kernels.h"
 #include "backend/cpu/loops.h"
+#include "backend/cpu/vmath.h"
 
 namespace kiln::fastk {
 
@@ -31,14 +32,23 @@ void rope_kernel(const std::vector<array>& in, array& out, const RopeParams& p) 
   if (x.size() == 0) return;
 
   // Inverse frequencies as MLX computes them: exp(-i · log(base) / half), or 1 / freqs. Angles are
-  // float (double for float64 inputs).
+  // float (double for float64 inputs). The float exp, sin and cos are the element-wise kernels' own
+  // (cpu::vexp, vsin, vcos: lane by lane, so a value does not depend on its place in the array), which
+  // makes the angles, sines and cosines those of MLX's decomposed form run node by node (the row pattern
+  // pass turns that form into this primitive).
   std::vector<A> inv_freq(half);
   if (in.size() == 3) {
     array f = cpu::contiguous_copy(in[2]);
     for (int i = 0; i < half; ++i) inv_freq[i] = A(1) / A(f.data<float>()[i]);
   } else {
     const A c = std::log(A(p.base)) / static_cast<A>(half);
-    for (int i = 0; i < half; ++i) inv_freq[i] = std::exp(static_cast<A>(-i) * c);
+    std::vector<A> arg(half);
+    for (int i = 0; i < half; ++i) arg[i] = static_cast<A>(-i) * c;
+    if constexpr (std::is_same_v<A, float>) {
+      cpu::vexp(arg.data(), inv_freq.data(), static_cast<size_t>(half));
+    } else {
+      for (int i = 0; i < half; ++i) inv_freq[i] = std::exp(arg[i]);
+    }
   }
   auto offset_of = [&](int64_t b) -> int64_t {
     int64_t k = offset.size() == 1 ? 0 : b;
@@ -47,7 +57,7 @@ void rope_kernel(const std::vector<array>& in, array& out, const RopeParams& p) 
                                     : static_cast<int64_t>(offset.data<int32_t>()[pos]);
   };
 
-  std::vector<A> cos_t(static_cast<size_t>(L) * half), sin_t(cos_t.size());
+  std::vector<A> cos_t(static_cast<size_t>(L) * half), sin_t(cos_t.size()), theta(cos_t.size());
   int64_t table_offset = 0;
   bool have_table = false;
   T* o = out.data<T>();
@@ -59,10 +69,16 @@ void rope_kernel(const std::vector<array>& in, array& out, const RopeParams& p) 
       cpu::parallel_for(static_cast<size_t>(L), std::max<size_t>(1, 256 / std::max(half, 1)), [&](size_t t0, size_t t1) {
         for (size_t t = t0; t < t1; ++t) {
           const A pos = (static_cast<A>(t) + static_cast<A>(off)) * A(p.scale);
-          for (int i = 0; i < half; ++i) {
-            const A th = pos * inv_freq[i];
-            cos_t[t * half + i] = std::cos(th);
-            sin_t[t * half + i] = std::sin(th);
+          for (int i = 0; i < half; ++i) theta[t * half + i] = pos * inv_freq[i];
+        }
+        const size_t k0 = t0 * static_cast<size_t>(half), n = (t1 - t0) * static_cast<size_t>(half);
+        if constexpr (std::is_same_v<A, float>) {
+          cpu::vcos(theta.data() + k0, cos_t.data() + k0, n);
+          cpu::vsin(theta.data() + k0, sin_t.data() + k0, n);
+        } else {
+          for (size_t k = k0; k < k0 + n; ++k) {
+            cos_t[k] = std::cos(theta[k]);
+            sin_t[k] = std::sin(theta[k]);
           }
         }
       });

@@ -548,7 +548,7 @@ void count_into(const Node* n, std::unordered_map<uintptr_t, long>& refs) {
 
 // Checks exclusivity; on success lists the nodes to remove (core, and the exclusive peripheral ones).
 bool removable(const Node* root, Match& m, const std::unordered_set<uintptr_t>& outputs,
-               std::vector<Node*>& remove) {
+               std::vector<Node*>& remove, std::vector<Node*>& left) {
   std::sort(m.core.begin(), m.core.end());
   m.core.erase(std::unique(m.core.begin(), m.core.end()), m.core.end());
   m.core.erase(std::remove(m.core.begin(), m.core.end(), root), m.core.end());
@@ -572,7 +572,7 @@ bool removable(const Node* root, Match& m, const std::unordered_set<uintptr_t>& 
   std::unordered_map<uintptr_t, long> gone;
   count_into(root, gone);
   for (const Node* n : m.core) count_into(n, gone);
-  std::vector<Node*> left;
+  left.clear();
   for (Node* n : m.periph) {
     if (std::find(m.core.begin(), m.core.end(), n) == m.core.end()) left.push_back(n);
   }
@@ -656,7 +656,7 @@ size_t rewrite_row_patterns(std::vector<std::shared_ptr<Node>>& order, const std
     explicit EarlyScope(std::unordered_set<const Node*>* mine) : outer(t_early) { t_early = mine; }
     ~EarlyScope() { t_early = outer; }
   } scope(&early);
-  std::vector<Node*> remove;
+  std::vector<Node*> remove, left, kept;
   size_t rewritten = 0;
   // From the end, so the largest pattern wins (a LayerNorm's inner product is itself an RMSNorm form).
   for (size_t k = order.size(); k-- > 0;) {
@@ -677,14 +677,35 @@ size_t rewrite_row_patterns(std::vector<std::shared_ptr<Node>>& order, const std
       } catch (const std::exception&) {
         found = false;  // a state the pass cannot read (or a constant that fails to load): left as it is
       }
-      if (!found || !well_formed(root, m) || !removable(root, m, out_ids, remove)) continue;
+      if (!found || !well_formed(root, m) || !removable(root, m, out_ids, remove, left)) continue;
       bool clash = false;
       for (Node* n : remove) clash |= removed.count(n) != 0;
       if (clash) continue;
       removed.insert(remove.begin(), remove.end());
+      kept.insert(kept.end(), left.begin(), left.end());
       rewrite(root, m);
       ++rewritten;
       done = true;
+    }
+  }
+  // Peripheral nodes shared by several patterns (the offset's Broadcast that MLX's queries and keys
+  // RoPEs both read) stayed while another pattern's nodes still read them: they go once only removed
+  // nodes do.
+  if (!kept.empty()) {
+    std::unordered_map<uintptr_t, long> gone;
+    for (const Node* n : removed) count_into(n, gone);
+    for (bool more = true; more;) {
+      more = false;
+      for (auto it = kept.begin(); it != kept.end();) {
+        if (!removed.count(*it) && exclusive(*it, gone, out_ids)) {
+          removed.insert(*it);
+          count_into(*it, gone);
+          it = kept.erase(it);
+          more = true;
+        } else {
+          ++it;
+        }
+      }
     }
   }
   if (rewritten || !early.empty()) {

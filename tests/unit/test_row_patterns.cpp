@@ -14,6 +14,7 @@
 #include <kiln/export.h>
 #include <kiln/fast.h>
 #include <kiln/kiln.h>
+#include <kiln/profile.h>
 
 #include "core/row_patterns.h"
 #include "unit/fast_test_util.h"
@@ -294,19 +295,31 @@ TEST(RowPatterns, RopeForms) {
 }
 
 // Queries and keys rotated in one graph share the offset's Broadcast (as MLX's exports do): both are
-// rewritten, and the shared nodes the second one still reads stay.
+// rewritten, nothing the second pattern reads goes with the first, and once both are gone the shared
+// Broadcast and AsType go too (no AsType kernel runs).
 TEST(RowPatterns, RopeTwiceSharingTheOffset) {
   const mx::array q = X({1, 8, 3, 64}, mx::float32, 5), k = X({1, 2, 3, 64}, mx::float32, 6);
   const mx::array off = mx::array(256, mx::int32);
-  auto d = run_both(
-      [&] {
-        mx::array shared;
-        mx::array rq = rope_decomposed(q, 64, 10000.0f, 1.0f, off, &shared);
-        mx::array rk = rope_decomposed(k, 64, 10000.0f, 1.0f, off, &shared);
-        return mx::add(mx::sum(rq, {1}), mx::sum(rk, {1}));
-      },
-      1e-5, 1e-5);
-  EXPECT_EQ(d.rope, 2u);
+  auto build = [&] {
+    mx::array shared;
+    mx::array rq = rope_decomposed(q, 64, 10000.0f, 1.0f, off, &shared);
+    mx::array rk = rope_decomposed(k, 64, 10000.0f, 1.0f, off, &shared);
+    return mx::add(mx::sum(rq, {1}), mx::sum(rk, {1}));
+  };
+  EXPECT_EQ(run_both(build, 1e-5, 1e-5).rope, 2u);
+  mx::array y = build();
+  const bool was = mx::set_profiling(true);
+  mx::profile_report(true);
+  y.eval();
+  const auto rows = mx::profile_report(true);
+  mx::set_profiling(was);
+  for (const auto& r : rows) {
+    EXPECT_NE(r.primitive, "AsType");
+    EXPECT_NE(r.primitive, "Cos");
+  }
+  bool rope = false;
+  for (const auto& r : rows) rope |= r.primitive == "RoPE" && r.calls == 2;
+  EXPECT_TRUE(rope);
 }
 
 TEST(RowPatterns, RopeNotRewrittenWhenNotTheForm) {

@@ -408,12 +408,11 @@ bool rope_theta(const array& theta, int64_t T, int64_t h, Match& m) {
         base = std::nextafter(base, c_of(base) < cf ? INFINITY : 0.0f);
       }
     }
-    if (!exact || !std::isfinite(base)) continue;
+    if (!exact || !std::isfinite(base) || static_cast<double>(static_cast<float>(scale)) != scale) continue;
     k.core.insert(k.core.end(), {fm, ex, t});
     k.w = *off;
     k.scale = static_cast<float>(scale);
     k.base = base;
-    if (static_cast<double>(k.scale) != scale) continue;
     m = std::move(k);
     return true;
   }
@@ -447,10 +446,7 @@ bool match_rope(Node* root, Match& m) {
       m = std::move(k);
     }
   }
-  if (!x || x->dtype() != float32 || x->shape() != Shape{os[0], os[1], os[2], static_cast<int32_t>(x->shape().back())} ||
-      x->shape().back() != os[3]) {
-    return false;
-  }
+  if (!x || x->dtype() != float32 || x->shape() != os) return false;  // the rotation keeps x's shape
   const array* cosv = other_factor(x1c, *x1, m.core);
   if (!cosv) return false;
   // x2 · S with x2 the slice [h, 2h) of the same x

@@ -684,9 +684,8 @@ size_t rewrite_row_patterns(std::vector<std::shared_ptr<Node>>& order, const std
       done = true;
     }
   }
-  // Peripheral nodes shared by several patterns (the offset's Broadcast that MLX's queries and keys
-  // RoPEs both read) stayed while another pattern's nodes still read them: they go once only removed
-  // nodes do.
+  // Peripheral nodes shared by several patterns (the offset's Broadcast that MLX's query and key RoPEs
+  // both read) stayed while another pattern's nodes still read them: they go once only removed nodes do.
   if (!kept.empty()) {
     std::unordered_map<uintptr_t, long> gone;
     for (const Node* n : removed) count_into(n, gone);

@@ -542,6 +542,27 @@ void count_into(const Node* n, std::unordered_map<uintptr_t, long>& refs) {
   for (const array& in : n->inputs) ++refs[in.id()];
 }
 
+// Takes out of `candidates`, until none more can go, each node read only by what `refs` counts (the
+// nodes already going): its inputs are counted in turn (what it alone read may go next) and it is
+// passed to `take`.
+template <typename Take>
+void take_exclusive(std::vector<Node*>& candidates, std::unordered_map<uintptr_t, long>& refs,
+                    const std::unordered_set<uintptr_t>& outputs, Take&& take) {
+  for (bool more = true; more;) {
+    more = false;
+    for (auto it = candidates.begin(); it != candidates.end();) {
+      if (exclusive(*it, refs, outputs)) {
+        take(*it);
+        count_into(*it, refs);
+        it = candidates.erase(it);
+        more = true;
+      } else {
+        ++it;
+      }
+    }
+  }
+}
+
 // Checks exclusivity; on success lists the nodes to remove (core, and the exclusive peripheral ones).
 bool removable(const Node* root, Match& m, const std::unordered_set<uintptr_t>& outputs,
                std::vector<Node*>& remove, std::vector<Node*>& left) {
@@ -572,19 +593,7 @@ bool removable(const Node* root, Match& m, const std::unordered_set<uintptr_t>& 
   for (Node* n : m.periph) {
     if (std::find(m.core.begin(), m.core.end(), n) == m.core.end()) left.push_back(n);
   }
-  for (bool more = true; more;) {
-    more = false;
-    for (auto it = left.begin(); it != left.end();) {
-      if (exclusive(*it, gone, outputs)) {
-        remove.push_back(*it);
-        count_into(*it, gone);
-        it = left.erase(it);
-        more = true;
-      } else {
-        ++it;
-      }
-    }
-  }
+  take_exclusive(left, gone, outputs, [&](Node* n) { remove.push_back(n); });
   return true;
 }
 
@@ -689,19 +698,8 @@ size_t rewrite_row_patterns(std::vector<std::shared_ptr<Node>>& order, const std
   if (!kept.empty()) {
     std::unordered_map<uintptr_t, long> gone;
     for (const Node* n : removed) count_into(n, gone);
-    for (bool more = true; more;) {
-      more = false;
-      for (auto it = kept.begin(); it != kept.end();) {
-        if (!removed.count(*it) && exclusive(*it, gone, out_ids)) {
-          removed.insert(*it);
-          count_into(*it, gone);
-          it = kept.erase(it);
-          more = true;
-        } else {
-          ++it;
-        }
-      }
-    }
+    kept.erase(std::remove_if(kept.begin(), kept.end(), [&](Node* n) { return removed.count(n) != 0; }), kept.end());
+    take_exclusive(kept, gone, out_ids, [&](Node* n) { removed.insert(n); });
   }
   if (rewritten || !early.empty()) {
     order.erase(std::remove_if(order.begin(), order.end(),

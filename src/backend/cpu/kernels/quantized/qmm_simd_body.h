@@ -21,6 +21,12 @@ inline void prefetch_l2(const void* p, int64_t bytes) {
   __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(bytes)), 0,
                      2);
 }
+// A weight row's codes at `offset`: into L2 `ahead` tiles (of `tile_bytes`) down, into L1 one tile down
+// (tile_t says why).
+inline void prefetch_codes(const uint8_t* row, int64_t tile_bytes, int64_t ahead, int64_t offset) {
+  prefetch_l2(row, ahead * tile_bytes + offset);
+  prefetch(row, tile_bytes + offset);
+}
 
 // One register tile of the transposed product: MR rows of x against NR weight rows.
 template <class U, int MR, int NR>
@@ -58,8 +64,7 @@ KQ_TARGET void tile_t(const Gemv& a, int64_t r0, int m0) {
       // none, and 25.7 with the L2 one (2-core AMD EPYC, 24 GB/s for a plain sequential read): the L1's
       // few outstanding misses bound it. The products of 8 4096² matrices (80 MB, 2 threads) went from
       // 12-14 to 18-19 GB/s with the two levels.
-      prefetch_l2(wr[r], kAhead * NR * a.row_bytes + g * a.gs * U::B / 8);
-      prefetch(wr[r], NR * a.row_bytes + g * a.gs * U::B / 8);
+      prefetch_codes(wr[r], NR * a.row_bytes, kAhead, g * a.gs * U::B / 8);
       if ((g & 15) == 0) {  // one line of 16 scales (biases)
         prefetch(sr[r], (kAhead * NR * a.s_stride + g) * 4);
         if (U::kAffine) prefetch(br[r], (kAhead * NR * a.s_stride + g) * 4);
@@ -180,8 +185,7 @@ KQ_TARGET void tile_t_gsum(const Gemv& a, int64_t r0, int m0) {
   for (int64_t g = 0; g < ng; ++g) {
     KQ_UNROLL
     for (int r = 0; r < NR; ++r) {
-      prefetch_l2(wr[r], kAhead * NR * a.row_bytes + g * a.gs * U::B / 8);  // as tile_t
-      prefetch(wr[r], NR * a.row_bytes + g * a.gs * U::B / 8);
+      prefetch_codes(wr[r], NR * a.row_bytes, kAhead, g * a.gs * U::B / 8);  // as tile_t
       if ((g & 15) == 0) {
         prefetch(sr[r], (kAhead * NR * a.s_stride + g) * 4);
         prefetch(br[r], (kAhead * NR * a.s_stride + g) * 4);

@@ -16,6 +16,7 @@
 #include "core/fusion.h"
 #include "core/kernels.h"
 #include "core/mode.h"
+#include "core/concat_products.h"
 #include "core/row_patterns.h"
 
 namespace kiln {
@@ -120,8 +121,11 @@ void run_node(const std::shared_ptr<Node>& node) {
 // sees the whole order and may replace its nodes); fusion planning then groups what is left.
 std::vector<fusion::Step> plan_run(std::vector<std::shared_ptr<Node>>& order, const std::vector<array>& outputs) {
   // Graph rewrite passes first: the decomposed norms and softmax become one fused node each
-  // (core/row_patterns.h), so fusion does not take their element-wise parts apart.
+  // (core/row_patterns.h), so fusion does not take their element-wise parts apart; products over a
+  // concatenation (a KV cache and the new token's keys) become one product per part
+  // (core/concat_products.h).
   detail::rewrite_row_patterns(order, outputs);
+  detail::split_concat_products(order, outputs);
   return fusion::plan(order);
 }
 

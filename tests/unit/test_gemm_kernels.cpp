@@ -152,6 +152,29 @@ TEST_P(GemmKernels, ModelShapes) {
   }
 }
 
+// x · Wᵀ tiles of 4 and 8 rows of W reduce their accumulators four at a time (hsum512x4 at AVX-512): each
+// output is bit-identical to the one-row tile's (one accumulator reduced alone), for K = 64 (attention
+// scores) and a K with a masked tail, with alpha.
+TEST_P(GemmKernels, SkinnyTilesReduceLikeOneRow) {
+  std::mt19937 g(43);
+  for (int64_t K : {64, 1000}) {
+    for (int64_t M : {1, 3, 4}) {
+      const int64_t N = 13;  // tiles of 8 (M = 1) or 4, then single rows
+      Mat<float> a(M, K, 0, g), b(N, K, 0, g);
+      std::vector<float> c(static_cast<size_t>(M * N)), one(static_cast<size_t>(M));
+      cpu::gemm_skinny<float, float>(false, true, M, N, K, -0.5f, a.data.data(), K, b.data.data(), K, 0.0f, c.data(), N,
+                                     GetParam());
+      for (int64_t j = 0; j < N; ++j) {
+        cpu::gemm_skinny<float, float>(false, true, M, 1, K, -0.5f, a.data.data(), K, b.data.data() + j * K, K, 0.0f,
+                                       one.data(), 1, GetParam());
+        for (int64_t i = 0; i < M; ++i) {
+          EXPECT_EQ(c[static_cast<size_t>(i * N + j)], one[static_cast<size_t>(i)]) << "K " << K << " M " << M << " at " << i << "," << j;
+        }
+      }
+    }
+  }
+}
+
 // Larger products split across threads in both directions (several row and column blocks).
 TEST_P(GemmKernels, ManyBlocks) {
   std::mt19937 g(42);

@@ -166,6 +166,29 @@ KILN_T512 inline float hsum512(__m512 v) {
   return _mm_cvtss_f32(s);
 }
 
+// hsum512 of four vectors at once: the same additions in the same order (so each sum is bit-identical to
+// hsum512's), done on the four side by side, 14 instructions instead of 28. With K = 64 (attention
+// scores over a head of 64) a tile's reductions cost more than its multiply-adds.
+KILN_T512 inline __m128 hsum512x4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  // v[i] + v[i + 8]: each vector's 256-bit halves added, two vectors per register.
+  const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+  const __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
+  // h[i] + h[i + 4]: one 128-bit block per vector (a, b, c, d).
+  const __m512 s = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xDD));
+  // (s0 + s2, s1 + s3) in lanes 0 and 1 of each block, then their sum in lane 0.
+  const __m512 t = _mm512_add_ps(s, _mm512_permute_ps(s, _MM_SHUFFLE(1, 0, 3, 2)));
+  const __m512 r = _mm512_add_ps(t, _mm512_permute_ps(t, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), r));
+}
+
+// Four sums to c[0..3] as store1 writes each (with beta, by store1 itself).
+KILN_T512 inline void store4(float* c, __m128 v, float alpha, float beta) {
+  if (beta == 0.0f) return _mm_storeu_ps(c, _mm_mul_ps(_mm_set1_ps(alpha), v));
+  alignas(16) float s[4];
+  _mm_store_ps(s, v);
+  for (int l = 0; l < 4; ++l) store1(c + l, s[l], alpha, beta);
+}
+
 template <int MB, int NB, typename TB>
 KILN_T512 void dot_tile_avx512(int64_t K, const float* X, int64_t ldx, const TB* W, int64_t ldw, float* C,
                                int64_t ldc, float alpha, float beta) {
@@ -212,7 +235,14 @@ KILN_T512 void dot_tile_avx512(int64_t K, const float* X, int64_t ldx, const TB*
     }
   }
   for (int i = 0; i < MB; ++i) {
-    for (int j = 0; j < NB; ++j) store1(C + i * ldc + j, hsum512(acc[i][j]), alpha, beta);
+    if constexpr (NB % 4 == 0) {
+#pragma GCC unroll 2
+      for (int j = 0; j < NB; j += 4) {
+        store4(C + i * ldc + j, hsum512x4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]), alpha, beta);
+      }
+    } else {
+      for (int j = 0; j < NB; ++j) store1(C + i * ldc + j, hsum512(acc[i][j]), alpha, beta);
+    }
   }
 }
 

@@ -206,18 +206,28 @@ size_t split_concat_products(std::vector<std::shared_ptr<Node>>& order, const st
   if (order.size() < 2 || !row_patterns_enabled()) return 0;
   const Defs& D = defs();
   if (!D.ok) return 0;
+  // Most evaluations have no such product: the sets are built only once a candidate turns up.
   std::unordered_set<uintptr_t> out_ids;
-  for (const array& o : outputs) {
-    if (o.valid()) out_ids.insert(o.id());
-  }
   std::unordered_set<const Node*> known, removed;
-  for (const auto& n : order) known.insert(n.get());
+  bool sets = false;
   std::unordered_map<const Node*, std::vector<std::shared_ptr<Node>>> before;  // new nodes, by the node they precede
   size_t rewritten = 0;
   for (const auto& sp_node : order) {
     Node* mm = sp_node.get();
     if (mm->def != D.matmul || mm->inputs.size() != 2 || mm->specs.size() != 1 || removed.count(mm)) continue;
     for (int side = 0; side < 2; ++side) {
+      Node* n = prod(mm->inputs[static_cast<size_t>(side)]);
+      while (n && (n->def == D.expand_dims || n->def == D.transpose || n->def == D.broadcast) && n->inputs.size() == 1) {
+        n = prod(n->inputs[0]);
+      }
+      if (!n || n->def != D.concat) continue;
+      if (!sets) {
+        for (const array& o : outputs) {
+          if (o.valid()) out_ids.insert(o.id());
+        }
+        for (const auto& k : order) known.insert(k.get());
+        sets = true;
+      }
       Split sp;
       if (!find_split(mm, side, out_ids, sp)) continue;
       std::vector<std::shared_ptr<Node>> prelude;

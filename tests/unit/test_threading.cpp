@@ -2,7 +2,9 @@
 // calls run serially, and an exception thrown in any chunk, on any thread, reaches the caller.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <stdexcept>
 #include <vector>
 
@@ -19,6 +21,26 @@ TEST(Threads, EveryIndexOnce) {
       for (size_t i = b; i < e; ++i) hits[i].fetch_add(1);
     });
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n " << n << " index " << i;
+  }
+}
+
+// Chunks are at least `grain` long (the last may be shorter), and there are at most kChunksPerThread per
+// thread: enough for the threads to even out their ends, few enough to keep each chunk's setup small.
+TEST(Threads, ChunksOfAtLeastTheGrainAndAFewPerThread) {
+  const size_t nt = static_cast<size_t>(kiln::cpu::num_threads());
+  for (size_t n : {size_t(40), size_t(1000), size_t(100003)}) {
+    std::mutex mu;
+    std::vector<std::pair<size_t, size_t>> chunks;
+    parallel_for(n, 16, [&](size_t b, size_t e) {
+      std::lock_guard<std::mutex> lk(mu);
+      chunks.emplace_back(b, e);
+    });
+    std::sort(chunks.begin(), chunks.end());
+    const size_t want = nt <= 1 || n < 32 ? 1 : std::min(n / 16, nt * kiln::cpu::kChunksPerThread);
+    EXPECT_EQ(chunks.size(), want) << "n " << n;
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      if (i + 1 < chunks.size()) EXPECT_GE(chunks[i].second - chunks[i].first, 16u) << "n " << n << " chunk " << i;
+    }
   }
 }
 

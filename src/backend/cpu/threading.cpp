@@ -162,7 +162,8 @@ void parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_
     fn(0, n);
     return;
   }
-  size_t nchunks = std::min<size_t>((n + grain - 1) / grain, static_cast<size_t>(nt) * 4);
+  // n / grain (not rounded up): every chunk but the last holds at least `grain` items.
+  size_t nchunks = std::min<size_t>(n / grain, static_cast<size_t>(nt) * kChunksPerThread);
   size_t per = (n + nchunks - 1) / nchunks;
   nchunks = (n + per - 1) / per;
   // An exception in any chunk (a worker's or the caller's) is caught, the remaining chunks are skipped,

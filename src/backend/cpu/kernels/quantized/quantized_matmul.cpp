@@ -290,7 +290,17 @@ void fast_qmm(const FastCall& c, QuantizationMode mode, const std::vector<std::p
       const float* xm = c.X + jobs[job].first * M * K;
       auto rows_b = [&](int64_t n0, int64_t nr, int64_t k0, int64_t kc, float* dst, int64_t ldd) {
         static thread_local std::vector<float> sbuf, bbuf;
-        for (int64_t r = 0; r < nr; ++r) dequant_row(m, n0 + r, k0 / c.gs, kc / c.gs, sbuf, bbuf, dst + r * ldd);
+        // The block's codes are a few lines of each row, a row's length apart: no stream for the hardware
+        // prefetcher, so each row waited for its codes (the dequantizer's first load took ~80% of its
+        // samples). They are prefetched kAhead rows ahead (into the next panel's rows at the end).
+        constexpr int64_t kAhead = 4;
+        const int64_t bytes = kc * c.bits / 8, off = k0 * c.bits / 8;
+        for (int64_t r = 0; r < nr; ++r) {
+          const int64_t ahead = std::min(n0 + r + kAhead, N - 1);
+          const uint8_t* next = m.w + ahead * c.row_bytes + off;
+          for (int64_t l = 0; l < bytes; l += 64) __builtin_prefetch(next + l);
+          dequant_row(m, n0 + r, k0 / c.gs, kc / c.gs, sbuf, bbuf, dst + r * ldd);
+        }
       };
       T* om = o + static_cast<int64_t>(job) * M * N;
       float* cm = kF32 ? reinterpret_cast<float*>(om) : cbuf.data();

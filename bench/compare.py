@@ -609,10 +609,10 @@ def ensure_gguf(args, py, case):
     return path
 
 
-def run_llama_bench(args, exe, gguf, case):
+def run_llama_bench(args, exe, gguf, case, reps=None):
     """llama-bench on the GGUF file, with every core and with one thread (-t N,1): its worker threads spin
     at their barriers, so on a machine shared with other jobs one thread can beat all of them. The table
-    shows the faster; the JSON keeps both."""
+    shows the faster; the JSON keeps both. `reps` repetitions inside the process (default --repeat)."""
     p = case["p"]
     n = os.cpu_count() or 1
     threads = ",".join(str(t) for t in sorted({n, 1}, reverse=True))
@@ -620,7 +620,7 @@ def run_llama_bench(args, exe, gguf, case):
         flags = ["-p", "0", "-n", str(args.llama_gen), "-d", str(p["ctx"])]
     else:
         flags = ["-p", str(p["prompt"]), "-n", "0"]
-    cmd = [exe, "-m", gguf, *flags, "-t", threads, "-r", str(args.repeat), "-o", "json"]
+    cmd = [exe, "-m", gguf, *flags, "-t", threads, "-r", str(reps or args.repeat), "-o", "json"]
     p_ = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out, err = _communicate_wait4(p_, args.timeout)
     if p_.returncode != 0:
@@ -638,6 +638,26 @@ def run_llama_bench(args, exe, gguf, case):
     best = min(per_thread, key=lambda r: r["stat"]["median"])
     return dict(cmd=" ".join(cmd), stat=best["stat"], threads=best["threads"], by_threads=per_thread,
                 peak_rss=p_.peak_rss, type=case["gguf"], **p_.cpu)
+
+
+def merge_llama_runs(runs):
+    """One llama.cpp result from several llama-bench processes: the samples of each thread count pooled,
+    the faster thread count's summary shown, the largest peak RSS."""
+    pooled = {}
+    for r in runs:
+        for t in r["by_threads"]:
+            q = pooled.setdefault(t["threads"], dict(t, samples_s=[]))
+            q["samples_s"] = q["samples_s"] + list(t["samples_s"])
+    per_thread = []
+    for q in pooled.values():
+        q["stat"] = summarize(q["samples_s"])
+        per_thread.append(q)
+    best = min(per_thread, key=lambda r: r["stat"]["median"])
+    out = dict(runs[-1])
+    out.update(cmd=" ; ".join(r["cmd"] for r in runs), stat=best["stat"], threads=best["threads"],
+               by_threads=per_thread, peak_rss=max((r["peak_rss"] or 0) for r in runs) or None,
+               processes=len(runs))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -666,10 +686,27 @@ def run_case(args, py, case, limits, llama_exe, llama_err, notes):
     runs = {"mlx": [], "kiln": [], "mlxfile": []}
     errors = {"mlx": [], "kiln": [], "mlxfile": []}
     child_args = dict(case=name, p=case["p"], dir=d, min_time=args.min_time, max_calls=args.max_calls)
+    # llama.cpp runs in the same rounds, one llama-bench process next to each kiln process (this machine's
+    # speed drifts by 1.5x over minutes: a llama-bench run after all of kiln's had compared different phases).
+    llama = case["gguf"] and "llamacpp" not in args.skip_engine and llama_exe
+    llama_runs, llama_errs, gguf = [], [], None
+    if llama:
+        try:
+            gguf = ensure_gguf(args, py, case)
+        except (RuntimeError, ValueError, KeyError, IndexError) as e:
+            llama_errs.append(str(e))
     for r in range(args.repeat):
         # mlxfile: MLX imports the same .mlxfn and calls it once (import and cold start, side by side with kiln's)
-        order = ["mlx", "kiln", "mlxfile"] if r % 2 == 0 else ["kiln", "mlx", "mlxfile"]
+        order = ["mlx", "kiln", "llamacpp", "mlxfile"] if r % 2 == 0 else ["llamacpp", "kiln", "mlx", "mlxfile"]
         for eng in order:
+            if eng == "llamacpp":
+                if gguf:
+                    try:
+                        llama_runs.append(run_llama_bench(args, llama_exe, gguf, case, reps=2))
+                    except (RuntimeError, ValueError, KeyError, IndexError) as e:
+                        llama_errs.append(str(e))
+                        log(f"[{name}] llama.cpp run {r + 1} FAILED: {str(e)[:300]}")
+                continue
             if eng in args.skip_engine or (eng == "mlxfile" and "mlx" in args.skip_engine):
                 continue
             res, tail = run_child(py, eng, child_args, args.timeout)
@@ -707,14 +744,14 @@ def run_case(args, py, case, limits, llama_exe, llama_err, notes):
                      f" ({max(x['self_check_err'] for x in m['runs']):.2g})")
     if case["gguf"] and "llamacpp" not in args.skip_engine:
         if llama_exe:
-            try:
-                g = ensure_gguf(args, py, case)
-                c["llamacpp"] = run_llama_bench(args, llama_exe, g, case)
-                c["llamacpp"]["gguf_bytes"] = os.path.getsize(g)
-            except (RuntimeError, ValueError, KeyError, IndexError) as e:
-                c["llamacpp"] = dict(error=str(e), error_short="failed")
-                log(f"[{name}] llama.cpp FAILED: {str(e)[:500]}")
-                notes.append(f"{name}: llama.cpp failed: {str(e).splitlines()[0][:300]}")
+            if llama_runs:
+                c["llamacpp"] = merge_llama_runs(llama_runs)
+                c["llamacpp"]["gguf_bytes"] = os.path.getsize(gguf)
+            else:
+                e = llama_errs[-1] if llama_errs else "no run"
+                c["llamacpp"] = dict(error=e, error_short="failed")
+                log(f"[{name}] llama.cpp FAILED: {e[:500]}")
+                notes.append(f"{name}: llama.cpp failed: {e.splitlines()[0][:300]}")
         else:
             c["llamacpp"] = dict(error=llama_err, error_short="not built")
     ms, ks = (c["mlx"].get("stat") or {}), (c["kiln"].get("stat") or {})

@@ -143,3 +143,18 @@ def test_combine_limits_takes_the_best_of_each():
     c = C.combine_limits([a, b])
     assert c["read_gbs"] == 12.0 and c["gemm_gflops"] == 90.0
     assert [r["when"] for r in c["runs"]] == ["start", "end"]
+
+
+def test_merge_llama_runs_pools_samples_per_thread_count():
+    def run(t2, t1, rss):
+        return dict(cmd="llama-bench", stat=None, threads=2, peak_rss=rss, type="Q4_0",
+                    by_threads=[dict(threads=2, samples_s=t2, stat=C.summarize(t2)),
+                                dict(threads=1, samples_s=t1, stat=C.summarize(t1))])
+    m = C.merge_llama_runs([run([4.0, 5.0], [9.0, 9.5], 100), run([3.0, 4.5], [8.0, 8.5], 120)])
+    assert m["processes"] == 2 and m["peak_rss"] == 120 and m["threads"] == 2
+    by = {t["threads"]: t for t in m["by_threads"]}
+    assert sorted(by[2]["samples_s"]) == [3.0, 4.0, 4.5, 5.0] and by[2]["stat"]["median"] == 4.25
+    assert by[1]["stat"]["n"] == 4 and m["stat"] == by[2]["stat"]
+    # One thread faster overall: it is the one shown.
+    m1 = C.merge_llama_runs([run([9.0], [2.0], 1)])
+    assert m1["threads"] == 1 and m1["stat"]["median"] == 2.0

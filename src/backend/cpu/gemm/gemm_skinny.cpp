@@ -253,22 +253,26 @@ KILN_T512 void axpy_block_avx512(int64_t K, const float* X, int64_t ldx, const T
   __m512 acc[MB][CV];
 #pragma GCC unroll 8
   for (int i = 0; i < MB; ++i)
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int v = 0; v < CV; ++v) acc[i][v] = _mm512_setzero_ps();
   for (int64_t k = 0; k < K; ++k) {
     const TB* b = B + k * ldb + c0;
     __m512 bv[CV];
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int v = 0; v < CV; ++v) bv[v] = v == CV - 1 ? ld16_mask(b + 16 * v, last) : ld16(b + 16 * v);
 #pragma GCC unroll 8
     for (int i = 0; i < MB; ++i) {
       const __m512 a = _mm512_set1_ps(X[i * ldx + k]);
-#pragma GCC unroll 2
+#pragma GCC unroll 4
       for (int v = 0; v < CV; ++v) acc[i][v] = _mm512_fmadd_ps(a, bv[v], acc[i][v]);
     }
   }
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  // Unrolled with constant indices, like every loop over acc: indexed by a run-time counter here, GCC
+  // kept acc in memory and stored all of it every k step.
+#pragma GCC unroll 8
   for (int i = 0; i < MB; ++i) {
+#pragma GCC unroll 4
     for (int v = 0; v < CV; ++v) {
       float* c = C + i * ldc + c0 + 16 * v;
       const __mmask16 m = v == CV - 1 ? last : static_cast<__mmask16>(0xffff);
@@ -283,6 +287,11 @@ template <int MB, typename TB>
 KILN_T512 void axpy_cols_avx512(int64_t K, const float* X, int64_t ldx, const TB* B, int64_t ldb, int64_t n0,
                                 int64_t n1, float* C, int64_t ldc, float alpha, float beta) {
   int64_t c0 = n0;
+  // Up to 4 rows of A: 64 columns (a whole row of a 64-wide head's values) per pass, so B's rows are read
+  // once, front to back, instead of half of each row in each of two passes.
+  if constexpr (MB <= 4) {
+    for (; c0 + 64 <= n1; c0 += 64) axpy_block_avx512<MB, 4>(K, X, ldx, B, ldb, c0, 0xffff, C, ldc, alpha, beta);
+  }
   for (; c0 + 32 <= n1; c0 += 32) axpy_block_avx512<MB, 2>(K, X, ldx, B, ldb, c0, 0xffff, C, ldc, alpha, beta);
   for (; c0 < n1; c0 += 16) {
     const int64_t w = std::min<int64_t>(16, n1 - c0);

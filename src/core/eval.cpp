@@ -12,11 +12,11 @@
 
 #include "kiln/primitive.h"
 #include "kiln/profile.h"
+#include "core/concat_products.h"
 #include "core/eval_internal.h"
 #include "core/fusion.h"
 #include "core/kernels.h"
 #include "core/mode.h"
-#include "core/concat_products.h"
 #include "core/row_patterns.h"
 
 namespace kiln {

@@ -288,7 +288,7 @@ KILN_T512 void transpose16(const float* s, int64_t lds, float* d, int64_t ldd) {
 // Pack rows [k0, k0+kc) × columns [n0, n0+nc) of op(B) into ceil(nc/NR) panels of kc×NR floats.
 template <typename TB>
 void pack_b(bool tb, const TB* B, int64_t ldb, int64_t k0, int64_t kc, int64_t n0, int64_t nc, int NR, float* dst) {
-  const bool kAvx512 = isa_level() >= Isa::avx512;  // the dispatch level (KILN_CPU_ISA lowers it)
+  const bool avx512 = isa_level() >= Isa::avx512;  // the dispatch level (KILN_CPU_ISA lowers it)
   const int64_t strips = (nc + NR - 1) / NR;
   if (!tb) {
     // Element (k, n) at B[k·ldb + n]: each row of the block is read once, front to back, and dealt out to
@@ -316,7 +316,7 @@ void pack_b(bool tb, const TB* B, int64_t ldb, int64_t k0, int64_t kc, int64_t n
     // written as a whole.
     int j = 0;
     if constexpr (std::is_same_v<TB, float>) {
-      if (kAvx512) {
+      if (avx512) {
         for (; j + 16 <= cols; j += 16) {
           const TB* s = B + (c0 + j) * ldb + k0;
           int64_t k = 0;

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/graph_rewrite.h"
 #include "core/row_patterns.h"
 
 namespace kiln::detail {
@@ -30,17 +31,13 @@ const Defs& defs() {
   return d;
 }
 
-// The node that still has to compute `a` (null for evaluated arrays and leaves).
-Node* prod(const array& a) { return !a.is_available() && a.has_primitive() ? a.node().get() : nullptr; }
+using graph_rewrite::producer;
 
 // Whether the single output of n is read once (by the chain's next node) and is not being evaluated.
 bool read_once(const Node* n, const std::unordered_set<uintptr_t>& outputs) {
-  if (n->outputs.size() != 1 || n->specs.size() != 1) return false;
-  std::shared_ptr<ArrayDesc> d = n->outputs[0].lock();
-  if (!d) return false;
-  const uintptr_t id = reinterpret_cast<uintptr_t>(d.get());
-  const long uses = d.use_count() - 1;  // less this lock
-  return uses == 1 && !outputs.count(id);
+  long holders = 0;
+  uintptr_t id = 0;
+  return n->specs.size() == 1 && graph_rewrite::output_holders(n, outputs, holders, id) && holders == 1;
 }
 
 int norm_axis(int a, int nd) { return a < 0 ? a + nd : a; }
@@ -98,11 +95,11 @@ struct Split {
 bool find_split(Node* mm, int side, const std::unordered_set<uintptr_t>& outputs, Split& sp) {
   const Defs& D = defs();
   std::vector<Node*> rev;
-  Node* n = prod(mm->inputs[static_cast<size_t>(side)]);
+  Node* n = producer(mm->inputs[static_cast<size_t>(side)]);
   while (n && (n->def == D.expand_dims || n->def == D.transpose || n->def == D.broadcast) && n->inputs.size() == 1) {
     if (!read_once(n, outputs)) return false;
     rev.push_back(n);
-    n = prod(n->inputs[0]);
+    n = producer(n->inputs[0]);
   }
   if (!n || n->def != D.concat || n->inputs.size() < 2 || !read_once(n, outputs)) return false;
   sp.concat = n;
@@ -120,7 +117,7 @@ bool find_split(Node* mm, int side, const std::unordered_set<uintptr_t>& outputs
 
 // The nodes that produce `a` and are not in `known`, inputs first (appended to `into`).
 void new_nodes(const array& a, std::unordered_set<const Node*>& known, std::vector<std::shared_ptr<Node>>& into) {
-  Node* n = prod(a);
+  Node* n = producer(a);
   if (!n || known.count(n)) return;
   for (const array& in : n->inputs) new_nodes(in, known, into);
   known.insert(n);
@@ -216,15 +213,13 @@ size_t split_concat_products(std::vector<std::shared_ptr<Node>>& order, const st
     Node* mm = sp_node.get();
     if (mm->def != D.matmul || mm->inputs.size() != 2 || mm->specs.size() != 1 || removed.count(mm)) continue;
     for (int side = 0; side < 2; ++side) {
-      Node* n = prod(mm->inputs[static_cast<size_t>(side)]);
+      Node* n = producer(mm->inputs[static_cast<size_t>(side)]);
       while (n && (n->def == D.expand_dims || n->def == D.transpose || n->def == D.broadcast) && n->inputs.size() == 1) {
-        n = prod(n->inputs[0]);
+        n = producer(n->inputs[0]);
       }
       if (!n || n->def != D.concat) continue;
       if (!sets) {
-        for (const array& o : outputs) {
-          if (o.valid()) out_ids.insert(o.id());
-        }
+        out_ids = graph_rewrite::ids_of(outputs);
         for (const auto& k : order) known.insert(k.get());
         sets = true;
       }

@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "core/env_switch.h"
+#include "core/graph_rewrite.h"
 
 namespace kiln::detail {
 
@@ -62,8 +63,7 @@ const Defs& defs() {
   return d;
 }
 
-// The node that still has to compute `a` (null for evaluated arrays and leaves).
-Node* prod(const array& a) { return !a.is_available() && a.has_primitive() ? a.node().get() : nullptr; }
+using graph_rewrite::producer;
 
 bool is(const Node* n, const PrimitiveDef* d) { return n && n->def == d && n->specs.size() == 1; }
 
@@ -82,7 +82,7 @@ struct Match {
 
 // `a` through an optional Broadcast, which joins `into`.
 const array& skip_bcast(const array& a, std::vector<Node*>& into) {
-  Node* n = prod(a);
+  Node* n = producer(a);
   if (is(n, defs().broadcast) && n->inputs.size() == 1) {
     into.push_back(n);
     return n->inputs[0];
@@ -98,7 +98,7 @@ thread_local std::unordered_set<const Node*>* t_early = nullptr;
 bool const_scalar(const array& a, double& v) {
   if (a.size() != 1 || !is_floating_point(a.dtype())) return false;
   if (!a.is_available()) {
-    Node* n = prod(a);
+    Node* n = producer(a);
     if (!n || !t_early || !defs().load || n->def != defs().load || !n->inputs.empty()) return false;
     array c = a;
     c.eval();
@@ -121,12 +121,12 @@ bool reduces_last(const Node* n, int32_t type) {
 
 // mean(u) over the last axis, written sum(u) · (1/n) or sum(u) / n: returns u, or null.
 const array* mean_of(const array& a, Match& m) {
-  Node* n = prod(a);
+  Node* n = producer(a);
   const Defs& D = defs();
   if (!n || n->inputs.size() != 2 || (!is(n, D.mul) && !is(n, D.div))) return nullptr;
   const bool mul = n->def == D.mul;
   for (int i = 0; i < (mul ? 2 : 1); ++i) {
-    Node* s = prod(n->inputs[i]);
+    Node* s = producer(n->inputs[i]);
     if (!reduces_last(s, kSum)) continue;
     const size_t mark = m.periph.size();
     double c = 0;
@@ -149,7 +149,7 @@ const array* mean_of(const array& a, Match& m) {
 
 // a = mean(u²) + eps with u² as Square(u) or u · u: returns u (eps into m), or null.
 const array* mean_square_plus_eps(const array& a, Match& m) {
-  Node* add = prod(a);
+  Node* add = producer(a);
   if (!is(add, defs().add) || add->inputs.size() != 2) return nullptr;
   for (int i = 0; i < 2; ++i) {
     const Match saved = m;
@@ -159,7 +159,7 @@ const array* mean_square_plus_eps(const array& a, Match& m) {
       continue;
     }
     const array* sq = mean_of(add->inputs[i], m);
-    Node* q = sq ? prod(*sq) : nullptr;
+    Node* q = sq ? producer(*sq) : nullptr;
     const array* u = nullptr;
     if (is(q, defs().square) && q->inputs.size() == 1) {
       u = &q->inputs[0];
@@ -187,7 +187,7 @@ bool norm_core(Node* n, bool allow_layer, Match& m) {
   for (int i = 0; i < (mul ? 2 : 1); ++i) {
     const Match saved = m;
     const array& y = n->inputs[i];
-    Node* r = prod(skip_bcast(n->inputs[1 - i], m.core));
+    Node* r = producer(skip_bcast(n->inputs[1 - i], m.core));
     if (!is(r, D.sqrt) || r->inputs.size() != 1 || r->state.b(0) != mul) {
       m = saved;
       continue;
@@ -201,7 +201,7 @@ bool norm_core(Node* n, bool allow_layer, Match& m) {
     m.core.push_back(r);
     m.kind = Kind::Rms;
     m.x = y;
-    Node* c = prod(y);
+    Node* c = producer(y);
     if (allow_layer && is(c, D.sub) && c->inputs.size() == 2) {
       const Match before = m;
       const array* mu = mean_of(skip_bcast(c->inputs[1], m.core), m);
@@ -229,7 +229,7 @@ bool weighted_norm(Node* n, bool allow_layer, Match& m) {
   for (int i = 0; i < 2; ++i) {
     const Match saved = m;
     const array& w = skip_bcast(n->inputs[1 - i], m.periph);
-    Node* inner = prod(n->inputs[i]);
+    Node* inner = producer(n->inputs[i]);
     if (inner && norm_core(inner, allow_layer, m)) {
       m.w = w;
       m.core.push_back(n);
@@ -246,7 +246,7 @@ bool match_norm(Node* root, bool allow_layer, Match& m) {
     for (int i = 0; i < 2; ++i) {
       Match t;
       const array& b = skip_bcast(root->inputs[1 - i], t.periph);
-      Node* inner = prod(root->inputs[i]);
+      Node* inner = producer(root->inputs[i]);
       if (inner && weighted_norm(inner, true, t) && t.kind == Kind::Layer) {
         t.b = b;
         t.core.push_back(root);
@@ -264,16 +264,16 @@ bool match_softmax(Node* root, Match& m) {
   const Defs& D = defs();
   if (!is(root, D.div) || root->inputs.size() != 2) return false;
   const array& e = root->inputs[0];
-  Node* s = prod(skip_bcast(root->inputs[1], m.core));
+  Node* s = producer(skip_bcast(root->inputs[1], m.core));
   if (!reduces_last(s, kSum) || !s->inputs[0].is_same(e)) return false;
-  Node* ex = prod(e);
+  Node* ex = producer(e);
   if (!is(ex, D.exp) || ex->inputs.size() != 1) return false;
-  Node* sub = prod(ex->inputs[0]);
+  Node* sub = producer(ex->inputs[0]);
   if (!is(sub, D.sub) || sub->inputs.size() != 2) return false;
-  Node* mx = prod(skip_bcast(sub->inputs[1], m.core));
+  Node* mx = producer(skip_bcast(sub->inputs[1], m.core));
   if (D.stop_gradient && is(mx, D.stop_gradient) && mx->inputs.size() == 1) {
     m.core.push_back(mx);
-    mx = prod(mx->inputs[0]);
+    mx = producer(mx->inputs[0]);
   }
   if (!reduces_last(mx, kMax) || !mx->inputs[0].is_same(sub->inputs[0])) return false;
   m.core.insert(m.core.end(), {s, ex, sub, mx, root});
@@ -301,7 +301,7 @@ bool is_arange(const Node* n, double start, double step, int64_t count) {
 
 // A Slice of the last axis [lo, hi) of some array, every other axis whole and every stride 1: the array.
 const array* last_axis_slice(const array& a, int64_t lo, int64_t hi, Match& m) {
-  Node* n = prod(a);
+  Node* n = producer(a);
   if (!is(n, defs().slice) || n->inputs.size() != 1) return nullptr;
   const array& src = n->inputs[0];
   const auto& start = n->state.ints(0);
@@ -336,14 +336,14 @@ const array* other_factor(Node* mul, const array& a, std::vector<Node*>& bcasts)
 // theta = expand_dims(positions) · freqs: fills offset, scale, base from it.
 bool rope_theta(const array& theta, int64_t T, int64_t h, Match& m) {
   const Defs& D = defs();
-  Node* t = prod(theta);
+  Node* t = producer(theta);
   if (!is(t, D.mul) || t->inputs.size() != 2) return false;
   for (int i = 0; i < 2; ++i) {
     Match k = m;
     // positions: ExpandDims(axis 1) of (arange(T) + astype(offset)) [· scale]
-    Node* e = prod(skip_bcast(t->inputs[i], k.core));
+    Node* e = producer(skip_bcast(t->inputs[i], k.core));
     if (!is(e, D.expand_dims) || e->inputs.size() != 1 || e->state.ints(0) != std::vector<int32_t>{1}) continue;
-    Node* p = prod(e->inputs[0]);
+    Node* p = producer(e->inputs[0]);
     double scale = 1.0;
     if (is(p, D.mul) && p->inputs.size() == 2) {
       bool found = false;
@@ -351,7 +351,7 @@ bool rope_theta(const array& theta, int64_t T, int64_t h, Match& m) {
         const size_t mark = k.periph.size();
         if (const_scalar(skip_bcast(p->inputs[1 - j], k.periph), scale)) {
           k.core.push_back(p);
-          p = prod(p->inputs[j]);
+          p = producer(p->inputs[j]);
           found = true;
         } else {
           k.periph.resize(mark);
@@ -362,13 +362,13 @@ bool rope_theta(const array& theta, int64_t T, int64_t h, Match& m) {
     if (!is(p, D.add) || p->inputs.size() != 2) continue;
     const array* off = nullptr;
     for (int j = 0; j < 2 && !off; ++j) {
-      if (!is_arange(prod(p->inputs[j]), 0.0, 1.0, T)) continue;
+      if (!is_arange(producer(p->inputs[j]), 0.0, 1.0, T)) continue;
       const size_t mark = k.periph.size();
-      Node* cast = prod(skip_bcast(p->inputs[1 - j], k.periph));
+      Node* cast = producer(skip_bcast(p->inputs[1 - j], k.periph));
       if (is(cast, D.astype) && cast->inputs.size() == 1 && cast->specs[0].dtype == float32 &&
           cast->specs[0].shape.empty() && (cast->inputs[0].dtype() == int32 || cast->inputs[0].dtype() == uint32) &&
           cast->inputs[0].ndim() == 0) {
-        k.core.push_back(prod(p->inputs[j]));
+        k.core.push_back(producer(p->inputs[j]));
         k.periph.push_back(cast);
         off = &cast->inputs[0];
       } else {
@@ -379,17 +379,17 @@ bool rope_theta(const array& theta, int64_t T, int64_t h, Match& m) {
     k.core.push_back(p);
     k.core.push_back(e);
     // freqs: exp(arange(0, -h, -1) · c)
-    Node* ex = prod(skip_bcast(t->inputs[1 - i], k.core));
+    Node* ex = producer(skip_bcast(t->inputs[1 - i], k.core));
     if (!is(ex, D.exp) || ex->inputs.size() != 1) continue;
-    Node* fm = prod(ex->inputs[0]);
+    Node* fm = producer(ex->inputs[0]);
     if (!is(fm, D.mul) || fm->inputs.size() != 2) continue;
     double c = 0.0;
     bool freqs = false;
     for (int j = 0; j < 2 && !freqs; ++j) {
-      if (!is_arange(prod(fm->inputs[j]), 0.0, -1.0, h)) continue;
+      if (!is_arange(producer(fm->inputs[j]), 0.0, -1.0, h)) continue;
       const size_t mark = k.periph.size();
       if (const_scalar(skip_bcast(fm->inputs[1 - j], k.periph), c) && c > 0.0) {
-        k.core.push_back(prod(fm->inputs[j]));
+        k.core.push_back(producer(fm->inputs[j]));
         freqs = true;
       } else {
         k.periph.resize(mark);
@@ -429,11 +429,11 @@ bool match_rope(Node* root, Match& m) {
   const int64_t h = root->inputs[0].shape().back();
   const int64_t T = os[2];
   if (h <= 0 || root->inputs[1].shape().back() != h) return false;
-  Node* lo = prod(root->inputs[0]);  // x1·C − x2·S
-  Node* hi = prod(root->inputs[1]);  // x1·S + x2·C
+  Node* lo = producer(root->inputs[0]);  // x1·C − x2·S
+  Node* hi = producer(root->inputs[1]);  // x1·S + x2·C
   if (!is(lo, D.sub) || lo->inputs.size() != 2 || !is(hi, D.add) || hi->inputs.size() != 2) return false;
-  Node* x1c = prod(lo->inputs[0]);
-  Node* x2s = prod(lo->inputs[1]);
+  Node* x1c = producer(lo->inputs[0]);
+  Node* x2s = producer(lo->inputs[1]);
   const array* x1 = nullptr;
   const array* x = nullptr;
   // x1 · C: find x1 as a slice [0, h) of x
@@ -464,8 +464,8 @@ bool match_rope(Node* root, Match& m) {
   const array* sinv = other_factor(x2s, *x2, m.core);
   if (!sinv) return false;
   // x1 · S + x2 · C: the same four arrays
-  Node* a = prod(hi->inputs[0]);
-  Node* b = prod(hi->inputs[1]);
+  Node* a = producer(hi->inputs[0]);
+  Node* b = producer(hi->inputs[1]);
   const array* s1 = other_factor(a, *x1, m.core);
   const array* c2 = other_factor(b, *x2, m.core);
   if (!s1 || !c2) {
@@ -475,8 +475,8 @@ bool match_rope(Node* root, Match& m) {
   }
   if (!s1 || !c2 || !s1->is_same(*sinv) || !c2->is_same(*cosv)) return false;
   // C = cos(theta), S = sin(theta) of one theta (T, h)
-  Node* cn = prod(*cosv);
-  Node* sn = prod(*sinv);
+  Node* cn = producer(*cosv);
+  Node* sn = producer(*sinv);
   if (!is(cn, D.cos) || !is(sn, D.sin) || cn->inputs.size() != 1 || sn->inputs.size() != 1 ||
       !cn->inputs[0].is_same(sn->inputs[0])) {
     return false;
@@ -527,13 +527,9 @@ bool well_formed(const Node* root, const Match& m) {
 // Whether n's output is referenced only by the inputs counted in `refs` (the pattern's nodes).
 bool exclusive(const Node* n, const std::unordered_map<uintptr_t, long>& refs,
                const std::unordered_set<uintptr_t>& outputs) {
-  if (n->outputs.size() != 1) return false;
-  const long uses = n->outputs[0].use_count();
-  std::shared_ptr<ArrayDesc> d = n->outputs[0].lock();
-  if (!d) return false;
-  const uintptr_t id = reinterpret_cast<uintptr_t>(d.get());
-  d.reset();
-  if (outputs.count(id)) return false;
+  long uses = 0;
+  uintptr_t id = 0;
+  if (!graph_rewrite::output_holders(n, outputs, uses, id)) return false;
   auto it = refs.find(id);
   return it != refs.end() && it->second == uses;
 }
@@ -651,10 +647,7 @@ size_t rewrite_row_patterns(std::vector<std::shared_ptr<Node>>& order, const std
   if (order.size() < 2 || !row_patterns_enabled()) return 0;
   const Defs& D = defs();
   if (!D.ok) return 0;
-  std::unordered_set<uintptr_t> out_ids;
-  for (const array& o : outputs) {
-    if (o.valid()) out_ids.insert(o.id());
-  }
+  const std::unordered_set<uintptr_t> out_ids = graph_rewrite::ids_of(outputs);
   std::unordered_set<const Node*> removed, early;
   struct EarlyScope {  // t_early names this call's set while it runs (restored on exceptions too)
     std::unordered_set<const Node*>* outer;

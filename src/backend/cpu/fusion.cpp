@@ -12,6 +12,7 @@
 
 #include "backend/cpu/threading.h"
 #include "core/allocator.h"
+#include "core/env_switch.h"
 #include "core/fusion.h"
 
 namespace kiln::cpu {
@@ -254,9 +255,180 @@ class TileRunner {
   std::vector<int64_t> idx_;
 };
 
+
+// ------------------------------------------------------------------------------------------------
+// Groups whose members all have tile functions.
+
+// Elements per tile: the group's few live values (slots) of 1024 float32 elements take 4 KiB each, so
+// they and the tiles of its inputs stay in the core's L1 data cache.
+constexpr size_t kFnTile = 1024;
+// A thread's share of the tiles starts at this many elements, as the cheap kernels' grain does.
+constexpr size_t kFnGrainElements = size_t(1) << 15;
+
+std::atomic<size_t> g_fn_groups{0};
+
+detail::EnvSwitch& fn_switch() {
+  static detail::EnvSwitch s("KILN_FUSION_TILES");
+  return s;
+}
+
+// Where each member writes its output within a tile.
+struct FnPlan {
+  size_t tile = 0;
+  size_t slot_bytes = 0;  // the distance between slots: a tile of the widest member type and a gap
+  int nslots = 0;
+  std::vector<int> slot;  // per member: its slot, or -1 when it writes straight into its output buffer
+};
+
+FnPlan plan_slots(const Group& g, const std::vector<int>& last_use) {
+  FnPlan p;
+  p.tile = g_tile.load(std::memory_order_relaxed);
+  if (!p.tile) p.tile = kFnTile;
+  p.tile = std::min(p.tile, g.size);
+  size_t widest = 1;
+  for (auto& m : g.members) widest = std::max<size_t>(widest, m.node->specs[0].dtype.size);
+  // Slots 4 KiB apart would make a member's loads and stores alias in the core's store forwarding (same
+  // address bits 0-11), so the stride is three cache lines past whole lines.
+  p.slot_bytes = (p.tile * widest + 63) / 64 * 64 + 192;
+  const size_t nm = g.members.size();
+  p.slot.assign(nm, -1);
+  std::vector<int> free_slots;
+  for (size_t k = 0; k < nm; ++k) {
+    const Group::Member& m = g.members[k];
+    if (!(m.out.valid() && m.donor < 0)) {
+      if (free_slots.empty()) {
+        p.slot[k] = p.nslots++;
+      } else {
+        p.slot[k] = free_slots.back();
+        free_slots.pop_back();
+      }
+    }
+    // The slots of values this member reads for the last time serve the next members (not this one's
+    // output: a tile function's input never aliases its output).
+    for (size_t j = 0; j < m.args.size(); ++j) {
+      const int a = m.args[j];
+      if (a < 0 || last_use[a] != static_cast<int>(k) || p.slot[a] < 0) continue;
+      bool again = false;  // the same value twice among this member's inputs
+      for (size_t i = 0; i < j; ++i) again |= m.args[i] == a;
+      if (!again) free_slots.push_back(p.slot[a]);
+    }
+  }
+  return p;
+}
+
+// One thread's run over its tiles.
+class FnRunner {
+ public:
+  FnRunner(const Group& g, const std::vector<External>& ext, const std::vector<TileFn>& fns, const FnPlan& plan)
+      : g_(g), ext_(ext), fns_(fns), plan_(plan) {
+    const size_t ne = ext.size(), nm = g.members.size();
+    ext_bufs_.resize(ne);
+    for (size_t x = 0; x < ne; ++x) {
+      if (ext[x].feed == Feed::InPlace) continue;
+      ext_bufs_[x] = detail::allocate(plan.tile * ext[x].esize);
+      if (ext[x].feed == Feed::Const) fill_const(ext[x], plan.tile, ext_bufs_[x]->ptr);
+    }
+    if (plan.nslots > 0) slots_ = detail::allocate(static_cast<size_t>(plan.nslots) * plan.slot_bytes);
+    ext_ptr_.resize(ne);
+    val_ptr_.resize(nm);
+    size_t most = 0;
+    for (auto& m : g.members) most = std::max(most, m.args.size());
+    in_.resize(most);
+  }
+
+  void run(size_t lo, size_t len) {
+    for (size_t x = 0; x < ext_.size(); ++x) {
+      const External& e = ext_[x];
+      if (e.feed == Feed::InPlace) {
+        ext_ptr_[x] = e.base + lo * e.esize;
+      } else {
+        if (e.feed == Feed::Gather) gather(e, lo, len, ext_bufs_[x]->ptr, idx_);
+        ext_ptr_[x] = ext_bufs_[x]->ptr;
+      }
+    }
+    char* slots = slots_ ? static_cast<char*>(slots_->ptr) : nullptr;
+    const size_t nm = g_.members.size();
+    for (size_t k = 0; k < nm; ++k) {
+      const Group::Member& m = g_.members[k];
+      for (size_t j = 0; j < m.args.size(); ++j) {
+        const int a = m.args[j];
+        in_[j] = a >= 0 ? val_ptr_[a] : ext_ptr_[~a];
+      }
+      void* out = plan_.slot[k] >= 0
+                      ? static_cast<void*>(slots + static_cast<size_t>(plan_.slot[k]) * plan_.slot_bytes)
+                      : static_cast<void*>(static_cast<char*>(m.out.buffer()->ptr) + lo * m.out.itemsize());
+      fns_[k](in_.data(), out, len);
+      val_ptr_[k] = out;
+    }
+    // The donated output last: its buffer is an input's, which the members above read for this tile.
+    for (size_t k = 0; k < nm; ++k) {
+      const Group::Member& m = g_.members[k];
+      if (m.donor < 0) continue;
+      const size_t isz = m.out.itemsize();
+      std::memcpy(static_cast<char*>(m.out.buffer()->ptr) + lo * isz, val_ptr_[k], len * isz);
+    }
+  }
+
+ private:
+  const Group& g_;
+  const std::vector<External>& ext_;
+  const std::vector<TileFn>& fns_;
+  const FnPlan& plan_;
+  std::vector<std::shared_ptr<detail::Data>> ext_bufs_;
+  std::shared_ptr<detail::Data> slots_;
+  std::vector<const void*> ext_ptr_;
+  std::vector<const void*> val_ptr_;
+  std::vector<const void*> in_;
+  std::vector<int64_t> idx_;
+};
+
+void run_with_tile_fns(Group& g, const std::vector<External>& ext, const std::vector<int>& last_use,
+                       const std::vector<TileFn>& fns) {
+  const size_t n = g.size;
+  const FnPlan plan = plan_slots(g, last_use);
+  const size_t tile = plan.tile;
+  const size_t ntiles = (n + tile - 1) / tile;
+  const size_t grain = std::max<size_t>(1, kFnGrainElements / tile);
+  std::mutex err_mu;
+  std::exception_ptr err;
+  std::atomic<bool> failed{false};
+  parallel_for(ntiles, grain, [&](size_t tb, size_t te) {
+    if (failed.load(std::memory_order_relaxed)) return;
+    try {
+      detail::ScratchScope scope;  // declared first: the runner's buffers go back to it
+      FnRunner runner(g, ext, fns, plan);
+      for (size_t t = tb; t < te; ++t) {
+        const size_t lo = t * tile;
+        runner.run(lo, std::min(tile, n - lo));
+      }
+    } catch (...) {
+      std::lock_guard lk(err_mu);
+      if (!err) err = std::current_exception();
+      failed.store(true);
+    }
+  });
+  if (err) std::rethrow_exception(err);
+  g_fn_groups.fetch_add(1, std::memory_order_relaxed);
+}
+
+// The members' tile functions, or empty when one has none (or they are switched off).
+std::vector<TileFn> tile_fns(const Group& g) {
+  std::vector<TileFn> fns;
+  if (!fn_switch().on()) return fns;
+  const TileTable& tiles = tile_table();
+  std::vector<Dtype> in;
+  for (auto& m : g.members) {
+    in.clear();
+    for (int a : m.args) in.push_back(a >= 0 ? g.members[a].node->specs[0].dtype : g.externals[~a]->dtype());
+    TileFn f = tiles.resolve(*m.node, in);
+    if (!f) return {};
+    fns.push_back(f);
+  }
+  return fns;
+}
+
 void run_group(Group& g) {
   const size_t n = g.size;
-  const size_t tile = tile_for(g);
   std::vector<External> ext;
   ext.reserve(g.externals.size());
   for (const array* e : g.externals) ext.push_back(plan_external(*e, g.shape, n));
@@ -266,6 +438,8 @@ void run_group(Group& g) {
       if (a >= 0) last_use[a] = static_cast<int>(k);
     }
   }
+  if (std::vector<TileFn> fns = tile_fns(g); !fns.empty()) return run_with_tile_fns(g, ext, last_use, fns);
+  const size_t tile = tile_for(g);
   const size_t ntiles = (n + tile - 1) / tile;
   std::mutex err_mu;
   std::exception_ptr err;
@@ -297,5 +471,32 @@ size_t tile_elements() {
 void set_tile_elements(size_t n) { g_tile.store(n, std::memory_order_relaxed); }
 
 void install_fusion(const detail::KernelTable& table) { detail::fusion::set_group_runner(table, run_group); }
+
+void TileTable::add(const char* primitive, TileResolver r) {
+  const PrimitiveDef* def = registry::find(primitive);
+  if (!def) {
+    throw std::logic_error(std::string("[fusion] The CPU tile table names a primitive the registry does not have: ") +
+                           primitive + ".");
+  }
+  if (!r) throw std::logic_error(std::string("[fusion] Null tile resolver given for ") + primitive + ".");
+  if (by_row_.size() <= def->index) by_row_.resize(def->index + 1, nullptr);
+  if (by_row_[def->index]) {
+    throw std::logic_error(std::string("[fusion] Primitive ") + primitive + " has two tile resolvers on the CPU.");
+  }
+  by_row_[def->index] = r;
+}
+
+const TileTable& tile_table() {
+  static const TileTable table = [] {
+    TileTable t;
+    register_cpu_elementwise_tiles(t);
+    return t;
+  }();
+  return table;
+}
+
+bool tile_functions_enabled() { return fn_switch().on(); }
+void set_tile_functions(bool on) { fn_switch().set(on); }
+size_t tile_function_groups() { return g_fn_groups.load(std::memory_order_relaxed); }
 
 }  // namespace kiln::cpu

@@ -8,6 +8,7 @@
 #include "backend/cpu/vmath.h"
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <stdexcept>
@@ -71,6 +72,9 @@ KILN_SCALAR_U(s_log1p, std::log1p(x))
 KILN_SCALAR_U(s_expm1, std::expm1(x))
 KILN_SCALAR_U(s_sqrt, std::sqrt(x))
 KILN_SCALAR_U(s_rsqrt, 1.0f / std::sqrt(x))
+KILN_SCALAR_U(s_abs, std::fabs(x))
+KILN_SCALAR_U(s_neg, -x)
+KILN_SCALAR_U(s_square, x * x)
 #undef KILN_SCALAR_U
 
 void s_pow(const float* a, const float* b, float* out, size_t n) {
@@ -86,12 +90,30 @@ void s_add(const float* a, const float* b, float* out, size_t n) { each2(a, b, o
 void s_sub(const float* a, const float* b, float* out, size_t n) { each2(a, b, out, n, std::minus<float>()); }
 void s_mul(const float* a, const float* b, float* out, size_t n) { each2(a, b, out, n, std::multiplies<float>()); }
 void s_div(const float* a, const float* b, float* out, size_t n) { each2(a, b, out, n, std::divides<float>()); }
+void s_max(const float* a, const float* b, float* out, size_t n) {
+  each2(a, b, out, n, [](float x, float y) { return x != x ? x : (x > y ? x : y); });
+}
+void s_min(const float* a, const float* b, float* out, size_t n) {
+  each2(a, b, out, n, [](float x, float y) { return x != x ? x : (x < y ? x : y); });
+}
+
+template <typename F>
+void s_cmp(const float* a, const float* b, bool* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = F()(a[i], b[i]);
+}
+void s_select(const bool* c, const float* a, const float* b, float* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) std::memcpy(out + i, c[i] ? a + i : b + i, sizeof(float));  // the bits
+}
 
 constexpr Table kScalar = {
     {s_exp, s_sin, s_cos, s_sigmoid, s_erf, s_tan, s_tanh, s_sinh, s_cosh, s_asin, s_acos, s_atan, s_asinh,
-     s_acosh, s_atanh, s_log, s_log2, s_log10, s_log1p, s_expm1, s_sqrt, s_rsqrt},
-    {s_pow, s_atan2, s_logaddexp, s_add, s_sub, s_mul, s_div}};
-static_assert(static_cast<int>(VUnary::kCount) == 22 && static_cast<int>(VBinary::kCount) == 7);
+     s_acosh, s_atanh, s_log, s_log2, s_log10, s_log1p, s_expm1, s_sqrt, s_rsqrt, s_abs, s_neg, s_square},
+    {s_pow, s_atan2, s_logaddexp, s_add, s_sub, s_mul, s_div, s_max, s_min},
+    {s_cmp<std::equal_to<float>>, s_cmp<std::not_equal_to<float>>, s_cmp<std::greater<float>>,
+     s_cmp<std::greater_equal<float>>, s_cmp<std::less<float>>, s_cmp<std::less_equal<float>>},
+    s_select};
+static_assert(static_cast<int>(VUnary::kCount) == 25 && static_cast<int>(VBinary::kCount) == 9 &&
+              static_cast<int>(VCompare::kCount) == 6);
 
 const Table& table_for(Isa isa) {
   const Table* t = nullptr;
@@ -152,17 +174,32 @@ const char* vunary_name(VUnary f) {
   static const char* const names[] = {"exp",   "sin",   "cos",    "sigmoid", "erf",     "tan",     "tanh",
                                       "sinh",  "cosh",  "arcsin", "arccos",  "arctan",  "arcsinh", "arccosh",
                                       "arctanh", "log", "log2",   "log10",   "log1p",   "expm1",   "sqrt",
-                                      "rsqrt"};
+                                      "rsqrt", "abs",  "negative", "square"};
   return names[static_cast<int>(f)];
 }
 const char* vbinary_name(VBinary f) {
-  static const char* const names[] = {"power", "arctan2", "logaddexp", "add", "subtract", "multiply", "divide"};
+  static const char* const names[] = {"power",    "arctan2",  "logaddexp", "add",    "subtract",
+                                      "multiply", "divide",   "maximum",   "minimum"};
+  return names[static_cast<int>(f)];
+}
+const char* vcompare_name(VCompare f) {
+  static const char* const names[] = {"equal", "not_equal", "greater", "greater_equal", "less", "less_equal"};
   return names[static_cast<int>(f)];
 }
 
 void vunary(VUnary f, const float* in, float* out, size_t n) { current().unary[static_cast<int>(f)](in, out, n); }
 void vbinary(VBinary f, const float* a, const float* b, float* out, size_t n) {
   current().binary[static_cast<int>(f)](a, b, out, n);
+}
+void vcompare(VCompare f, const float* a, const float* b, bool* out, size_t n) {
+  current().compare[static_cast<int>(f)](a, b, out, n);
+}
+void vselect(const bool* c, const float* a, const float* b, float* out, size_t n) { current().select(c, a, b, out, n); }
+void vcompare_at(Isa isa, VCompare f, const float* a, const float* b, bool* out, size_t n) {
+  checked_table(isa).compare[static_cast<int>(f)](a, b, out, n);
+}
+void vselect_at(Isa isa, const bool* c, const float* a, const float* b, float* out, size_t n) {
+  checked_table(isa).select(c, a, b, out, n);
 }
 void vunary_at(Isa isa, VUnary f, const float* in, float* out, size_t n) {
   checked_table(isa).unary[static_cast<int>(f)](in, out, n);

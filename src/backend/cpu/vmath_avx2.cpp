@@ -46,6 +46,8 @@ struct D {
   KILN_V M gt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
   KILN_V M ge(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GE_OQ); }
   KILN_V M eq(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_EQ_OQ); }
+  KILN_V M ne(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_NEQ_UQ); }
+  KILN_V M le(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_LE_OQ); }
   KILN_V M unord(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_UNORD_Q); }
   KILN_V M eqi(I a, I b) { return _mm256_castsi256_ps(_mm256_cmpeq_epi32(a, b)); }
   KILN_V M mxor(M a, M b) { return _mm256_xor_ps(a, b); }
@@ -63,6 +65,17 @@ struct D {
   }
   KILN_V V load_n(const float* p, size_t n) { return _mm256_maskload_ps(p, first(n)); }
   KILN_V void store_n(float* p, V v, size_t n) { _mm256_maskstore_ps(p, first(n), v); }
+  // bool bytes (0 or 1; any nonzero byte reads as true) <-> lane masks
+  KILN_V M load_bool(const bool* p, size_t n) {
+    long long b = 0;
+    __builtin_memcpy(&b, p, n);
+    const __m256i w = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(b));
+    return _mm256_castsi256_ps(_mm256_cmpgt_epi32(w, _mm256_setzero_si256()));
+  }
+  KILN_V void store_bool(bool* p, M m, size_t n) {
+    const unsigned bits = bitsof(m);
+    for (size_t k = 0; k < n; ++k) p[k] = (bits >> k) & 1u;
+  }
   static V tan(V x) { return Sleef_tanf8_u10avx2(x); }
   static V tanh35(V x) { return Sleef_tanhf8_u35avx2(x); }
   static V sinh(V x) { return Sleef_sinhf8_u10avx2(x); }

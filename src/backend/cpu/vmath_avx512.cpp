@@ -51,6 +51,8 @@ struct D {
   KILN_V M gt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
   KILN_V M ge(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
   KILN_V M eq(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
+  KILN_V M ne(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_NEQ_UQ); }
+  KILN_V M le(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ); }
   KILN_V M unord(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q); }
   KILN_V M eqi(I a, I b) { return _mm512_cmpeq_epi32_mask(a, b); }
   KILN_V M mxor(M a, M b) { return static_cast<M>(a ^ b); }
@@ -63,6 +65,17 @@ struct D {
   KILN_V M first(size_t n) { return static_cast<M>((1u << n) - 1u); }
   KILN_V V load_n(const float* p, size_t n) { return _mm512_maskz_loadu_ps(first(n), p); }
   KILN_V void store_n(float* p, V v, size_t n) { _mm512_mask_storeu_ps(p, first(n), v); }
+  // bool bytes (0 or 1; any nonzero byte reads as true) <-> lane masks
+  KILN_V M load_bool(const bool* p, size_t n) {
+    const __m128i b = n == N ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(p))
+                             : _mm_maskz_loadu_epi8(static_cast<__mmask16>(first(n)), p);
+    return _mm_test_epi8_mask(b, b);
+  }
+  KILN_V void store_bool(bool* p, M m, size_t n) {
+    const __m128i b = _mm_maskz_mov_epi8(m, _mm_set1_epi8(1));
+    if (n == N) _mm_storeu_si128(reinterpret_cast<__m128i*>(p), b);
+    else _mm_mask_storeu_epi8(p, static_cast<__mmask16>(first(n)), b);
+  }
   static V tan(V x) { return Sleef_tanf16_u10avx512f(x); }
   static V tanh35(V x) { return Sleef_tanhf16_u35avx512f(x); }
   static V sinh(V x) { return Sleef_sinhf16_u10avx512f(x); }

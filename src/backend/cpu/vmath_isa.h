@@ -6,7 +6,8 @@
 // D provides: V (float vector), I (int32 vector), M (lane mask), N (lanes); set/seti; add sub mul
 // div fma vmin vmax vabs vneg vfloor vsqrt; cvtt (truncating float -> int32), cvt (int32 -> float),
 // as_f/as_i (bit casts); addi subi andi slli<k> srli<k>; lt gt ge eq unord (masks); mxor mor;
-// sel/seli (mask ? yes : no); loadu storeu, load_n store_n (the first n lanes, n < N); and the SLEEF
+// sel/seli (mask ? yes : no); ne le (masks); loadu storeu, load_n store_n (the first n lanes, n < N);
+// load_bool (bool bytes to a mask) store_bool (a mask to bool bytes), of n <= N lanes; and the SLEEF
 // functions tan tanh35 sinh cosh asin acos atan asinh acosh atanh log log2 log10 log1p expm1 pow atan2
 // (the 1.0-ULP ones, tanh35 SLEEF's 3.5-ULP tanh).
 //
@@ -154,6 +155,35 @@ inline V div_v(V a, V b) { return D::div(a, b); }
 inline V sqrt_v(V x) { return D::vsqrt(x); }
 inline V rsqrt_v(V x) { return D::div(D::set(1.0f), D::vsqrt(x)); }
 
+inline V abs_v(V x) { return D::vabs(x); }
+inline V neg_v(V x) { return D::vneg(x); }
+inline V square_v(V x) { return D::mul(x, x); }
+inline V max_v(V a, V b) { return D::sel(D::unord(a, a), a, D::sel(D::gt(a, b), a, b)); }
+inline V min_v(V a, V b) { return D::sel(D::unord(a, a), a, D::sel(D::lt(a, b), a, b)); }
+
+inline M eq_m(V a, V b) { return D::eq(a, b); }
+inline M ne_m(V a, V b) { return D::ne(a, b); }
+inline M gt_m(V a, V b) { return D::gt(a, b); }
+inline M ge_m(V a, V b) { return D::ge(a, b); }
+inline M lt_m(V a, V b) { return D::lt(a, b); }
+inline M le_m(V a, V b) { return D::le(a, b); }
+
+template <M (*F)(V, V)>
+void run_cmp(const float* a, const float* b, bool* d, size_t n) {
+  size_t i = 0;
+  for (; i + D::N <= n; i += D::N) D::store_bool(d + i, F(D::loadu(a + i), D::loadu(b + i)), D::N);
+  if (i < n) D::store_bool(d + i, F(D::load_n(a + i, n - i), D::load_n(b + i, n - i)), n - i);
+}
+
+void run_select(const bool* c, const float* a, const float* b, float* d, size_t n) {
+  size_t i = 0;
+  for (; i + D::N <= n; i += D::N) D::storeu(d + i, D::sel(D::load_bool(c + i, D::N), D::loadu(a + i), D::loadu(b + i)));
+  if (i < n) {
+    const size_t m = n - i;
+    D::store_n(d + i, D::sel(D::load_bool(c + i, m), D::load_n(a + i, m), D::load_n(b + i, m)), m);
+  }
+}
+
 template <V (*F)(V)>
 void run1(const float* s, float* d, size_t n) {
   size_t i = 0;
@@ -249,6 +279,9 @@ constexpr Table make_table() {
   u(VUnary::Expm1, run1_fix<D::expm1, nan_lanes, VUnary::Expm1>);
   u(VUnary::Sqrt, run1<sqrt_v>);
   u(VUnary::Rsqrt, run1<rsqrt_v>);
+  u(VUnary::Abs, run1<abs_v>);
+  u(VUnary::Negative, run1<neg_v>);
+  u(VUnary::Square, run1<square_v>);
   t.binary[static_cast<int>(VBinary::Power)] = run2_fix<D::pow, VBinary::Power>;
   t.binary[static_cast<int>(VBinary::ArcTan2)] = run2_fix<D::atan2, VBinary::ArcTan2>;
   t.binary[static_cast<int>(VBinary::LogAddExp)] = run2<logaddexp_v>;
@@ -256,6 +289,16 @@ constexpr Table make_table() {
   t.binary[static_cast<int>(VBinary::Subtract)] = run2<sub_v>;
   t.binary[static_cast<int>(VBinary::Multiply)] = run2<mul_v>;
   t.binary[static_cast<int>(VBinary::Divide)] = run2<div_v>;
+  t.binary[static_cast<int>(VBinary::Maximum)] = run2<max_v>;
+  t.binary[static_cast<int>(VBinary::Minimum)] = run2<min_v>;
+  auto c = [&](VCompare f, CompareFn fn) { t.compare[static_cast<int>(f)] = fn; };
+  c(VCompare::Equal, run_cmp<eq_m>);
+  c(VCompare::NotEqual, run_cmp<ne_m>);
+  c(VCompare::Greater, run_cmp<gt_m>);
+  c(VCompare::GreaterEqual, run_cmp<ge_m>);
+  c(VCompare::Less, run_cmp<lt_m>);
+  c(VCompare::LessEqual, run_cmp<le_m>);
+  t.select = run_select;
   return t;
 }
 

@@ -169,6 +169,8 @@ struct PowerOp {
 template <bool Max>
 struct ExtremumOp {
   static constexpr bool kHalfViaFloat = true;  // picks one operand, exactly representable
+  // The tile function's float32 loop: the exact vector op with this NaN rule (cpu/vmath.h).
+  static constexpr cpu::VBinary kTileF32 = Max ? cpu::VBinary::Maximum : cpu::VBinary::Minimum;
   template <typename T>
   static T apply(T x, T y) {
     if constexpr (std::is_same_v<T, bool>) {
@@ -320,6 +322,37 @@ void float_arith_cpu(const Node&, const std::vector<array>& in, std::vector<arra
   });
 }
 
+// arith_run's tile function: float32 and 16-bit values the same three ways (vector math, float blocks,
+// Op::apply), the others through Op::apply.
+template <typename Op, typename T>
+void arith_tile(const void* const* in, void* out, size_t n) {
+  if constexpr (requires { Op::kTileF32; } && std::is_same_v<T, float>) {
+    vbinary_tile<Op::kTileF32>(in, out, n);
+  } else if constexpr (requires { Op::kVec; } && std::is_same_v<T, float>) {
+    cpu::vbinary(Op::kVec, static_cast<const float*>(in[0]), static_cast<const float*>(in[1]),
+                 static_cast<float*>(out), n);
+  } else if constexpr (requires { Op::kVec; } && detail::is_half_v<T>) {
+    tile_half2<T>(in[0], in[1], out, n,
+                  [](const float* x, const float* y, float* z, size_t m) { cpu::vbinary(Op::kVec, x, y, z, m); });
+  } else if constexpr (detail::is_half_v<T> && requires { Op::kHalfViaFloat; }) {
+    tile_half2<T>(in[0], in[1], out, n, [](const float* x, const float* y, float* z, size_t m) {
+      for (size_t i = 0; i < m; ++i) z[i] = Op::apply(x[i], y[i]);
+    });
+  } else {
+    tile_apply2<Op, T>(in, out, n);
+  }
+}
+
+template <typename Op, bool FloatOnly = false>
+cpu::TileFn arith_tile_for(const Node& node, const std::vector<Dtype>& in) {
+  if (in[1] != in[0] || node.specs[0].dtype != in[0]) return nullptr;
+  return tile_by_dtype(in[0], [](auto tag) -> cpu::TileFn {
+    using T = decltype(tag);
+    if constexpr (FloatOnly && !(detail::is_float_v<T> || detail::is_complex_v<T>)) return nullptr;
+    else return &arith_tile<Op, T>;
+  });
+}
+
 // DivMod's state `floor` says which MLX semantics the node has; no MLX layout stores it (the file's
 // release implies it, see format/version.cpp). false: C-style quotient and remainder (trunc(x / y),
 // and fmod for floats), as MLX up to 0.32.1 computes them. true: Python's divmod, as MLX 0.32.2 on
@@ -394,6 +427,16 @@ void register_cpu_binary(detail::KernelTable& table) {
              {"DivMod", divmod_cpu}, {"FloorDivide", arith_cpu<FloorDivideOp>}});
   register_cpu_binary_compare(table);
   register_cpu_ternary(table);
+}
+
+// DivMod has two outputs, so fused groups never hold it.
+void register_cpu_binary_tiles(cpu::TileTable& table) {
+  table.add({{"Add", arith_tile_for<AddOp>}, {"Subtract", arith_tile_for<SubtractOp>},
+             {"Multiply", arith_tile_for<MultiplyOp>}, {"Divide", arith_tile_for<DivideOp>},
+             {"Remainder", arith_tile_for<RemainderOp>}, {"Power", arith_tile_for<PowerOp>},
+             {"Maximum", arith_tile_for<ExtremumOp<true>>}, {"Minimum", arith_tile_for<ExtremumOp<false>>},
+             {"ArcTan2", arith_tile_for<ArcTan2Op, true>}, {"LogAddExp", arith_tile_for<LogAddExpOp, true>},
+             {"FloorDivide", arith_tile_for<FloorDivideOp>}});
 }
 }  // namespace ew
 

@@ -10,25 +10,27 @@ namespace {
 using namespace ew;
 
 // Comparisons. float16/bfloat16 compare as floats; complex orders lexicographically, as in MLX.
-#define KILN_COMPARE(Name, OP, CPLX)                           \
-  struct Name {                                                \
-    template <typename T>                                      \
-    static bool apply(T x, T y) {                              \
-      if constexpr (detail::is_half_v<T>) {                    \
-        return static_cast<float>(x) OP static_cast<float>(y); \
-      } else if constexpr (detail::is_complex_v<T>) {          \
-        return CPLX;                                           \
-      } else {                                                 \
-        return x OP y;                                         \
-      }                                                        \
-    }                                                          \
+#define KILN_COMPARE(Name, OP, CPLX, V)                         \
+  struct Name {                                                 \
+    static constexpr cpu::VCompare kTileF32 = cpu::VCompare::V; \
+    template <typename T>                                       \
+    static bool apply(T x, T y) {                               \
+      if constexpr (detail::is_half_v<T>) {                     \
+        return static_cast<float>(x) OP static_cast<float>(y);  \
+      } else if constexpr (detail::is_complex_v<T>) {           \
+        return CPLX;                                            \
+      } else {                                                  \
+        return x OP y;                                          \
+      }                                                         \
+    }                                                           \
   };
-KILN_COMPARE(EqualOp, ==, x == y)
-KILN_COMPARE(NotEqualOp, !=, x != y)
-KILN_COMPARE(GreaterOp, >, cgt(x, y))
-KILN_COMPARE(GreaterEqualOp, >=, cge(x, y))
-KILN_COMPARE(LessOp, <, cgt(y, x))
-KILN_COMPARE(LessEqualOp, <=, cge(y, x))
+// kTileF32: the vector comparison of float32 values (cpu/vmath.h), for the tile function.
+KILN_COMPARE(EqualOp, ==, x == y, Equal)
+KILN_COMPARE(NotEqualOp, !=, x != y, NotEqual)
+KILN_COMPARE(GreaterOp, >, cgt(x, y), Greater)
+KILN_COMPARE(GreaterEqualOp, >=, cge(x, y), GreaterEqual)
+KILN_COMPARE(LessOp, <, cgt(y, x), Less)
+KILN_COMPARE(LessEqualOp, <=, cge(y, x), LessEqual)
 #undef KILN_COMPARE
 
 // Equal with equal_nan: NaN equals NaN (for complex, MLX tests the real parts for NaN).
@@ -117,6 +119,49 @@ void bitwise_cpu(const Node& n, const std::vector<array>& in, std::vector<array>
   }
 }
 
+// Tile functions: Op::apply over the input dtype, as binary_run does on row-major operands.
+template <typename Op>
+cpu::TileFn compare_tile(const Node& node, const std::vector<Dtype>& in) {
+  if (in[1] != in[0] || node.specs[0].dtype != bool_) return nullptr;
+  return tile_by_dtype(in[0], [](auto tag) -> cpu::TileFn {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, float> && requires { Op::kTileF32; }) return &vcompare_tile<Op::kTileF32>;
+    else return &tile_apply2<Op, T, bool>;
+  });
+}
+
+cpu::TileFn equal_tile(const Node& n, const std::vector<Dtype>& in) {
+  return n.state.b(0) ? compare_tile<NaNEqualOp>(n, in) : compare_tile<EqualOp>(n, in);
+}
+
+template <int Code>
+struct BitwiseOp {
+  template <typename T>
+  static T apply(T x, T y) {
+    return bitwise<Code>(x, y);
+  }
+};
+
+template <int Code>
+cpu::TileFn bitwise_code_tile(const Node& node, const std::vector<Dtype>& in) {
+  if (in[1] != in[0] || node.specs[0].dtype != in[0]) return nullptr;
+  return tile_by_dtype(in[0], [](auto tag) -> cpu::TileFn {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T>) return &tile_apply2<BitwiseOp<Code>, T>;
+    else return nullptr;
+  });
+}
+
+cpu::TileFn bitwise_tile(const Node& n, const std::vector<Dtype>& in) {
+  switch (n.state.i(0)) {
+    case 0: return bitwise_code_tile<0>(n, in);
+    case 1: return bitwise_code_tile<1>(n, in);
+    case 2: return bitwise_code_tile<2>(n, in);
+    case 3: return bitwise_code_tile<3>(n, in);
+    default: return bitwise_code_tile<4>(n, in);
+  }
+}
+
 }  // namespace
 
 namespace ew {
@@ -125,6 +170,13 @@ void register_cpu_binary_compare(detail::KernelTable& table) {
              {"GreaterEqual", compare_cpu<GreaterEqualOp>}, {"Less", compare_cpu<LessOp>},
              {"LessEqual", compare_cpu<LessEqualOp>}, {"LogicalAnd", compare_cpu<LogicalAndOp>},
              {"LogicalOr", compare_cpu<LogicalOrOp>}, {"BitwiseBinary", bitwise_cpu}});
+}
+
+void register_cpu_binary_compare_tiles(cpu::TileTable& table) {
+  table.add({{"Equal", equal_tile}, {"NotEqual", compare_tile<NotEqualOp>}, {"Greater", compare_tile<GreaterOp>},
+             {"GreaterEqual", compare_tile<GreaterEqualOp>}, {"Less", compare_tile<LessOp>},
+             {"LessEqual", compare_tile<LessEqualOp>}, {"LogicalAnd", compare_tile<LogicalAndOp>},
+             {"LogicalOr", compare_tile<LogicalOrOp>}, {"BitwiseBinary", bitwise_tile}});
 }
 }  // namespace ew
 

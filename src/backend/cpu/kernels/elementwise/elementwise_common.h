@@ -18,11 +18,13 @@
 #include <bit>
 #include <cmath>
 #include <complex>
+#include <cstring>
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <type_traits>
 
+#include "backend/cpu/fusion.h"
 #include "backend/cpu/kernels/elementwise/elementwise_math.h"
 #include "backend/cpu/loops.h"
 #include "backend/cpu/vmath.h"
@@ -242,11 +244,125 @@ void unary_fp(const array& in, array& out) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Tile functions (backend/cpu/fusion.h: what a fused group runs when every member has one). Each computes
+// what its kernel computes on row-contiguous arrays of the same dtypes, through the same Op, so fused and
+// unfused results stay bit-identical (tests/unit/test_fusion.cpp checks every row both ways).
+
+// The function make(tag) returns for dtype t (a cpu::TileFn, or null where the kernel has no such dtype).
+template <typename Make>
+cpu::TileFn tile_by_dtype(Dtype t, Make make) {
+  cpu::TileFn f = nullptr;
+  detail::dispatch_all(t, [&](auto tag) { f = make(tag); });
+  return f;
+}
+
+// out[i] = Op::apply(a[i]) / Op::apply(a[i], b[i]).
+template <typename Op, typename T, typename Out = T>
+void tile_apply1(const void* const* in, void* out, size_t n) {
+  const T* a = static_cast<const T*>(in[0]);
+  Out* o = static_cast<Out*>(out);
+  for (size_t i = 0; i < n; ++i) o[i] = Op::apply(a[i]);
+}
+template <typename Op, typename T, typename Out = T>
+void tile_apply2(const void* const* in, void* out, size_t n) {
+  const T* a = static_cast<const T*>(in[0]);
+  const T* b = static_cast<const T*>(in[1]);
+  Out* o = static_cast<Out*>(out);
+  for (size_t i = 0; i < n; ++i) o[i] = Op::apply(a[i], b[i]);
+}
+
+// The input copied: for the kernels that share their input's buffer (Copy, Abs of unsigned, ...).
+template <size_t Bytes>
+void tile_copy(const void* const* in, void* out, size_t n) {
+  std::memcpy(out, in[0], n * Bytes);
+}
+inline cpu::TileFn copy_tile(size_t itemsize) {
+  switch (itemsize) {
+    case 1: return &tile_copy<1>;
+    case 2: return &tile_copy<2>;
+    case 4: return &tile_copy<4>;
+    case 8: return &tile_copy<8>;
+    default: return nullptr;
+  }
+}
+
+// float32 through the vector math: Op::kVec of the exact ops (abs, negative, square, maximum, minimum,
+// comparisons), whose vector forms give the scalar code's bits.
+template <cpu::VUnary F>
+void vunary_tile(const void* const* in, void* out, size_t n) {
+  cpu::vunary(F, static_cast<const float*>(in[0]), static_cast<float*>(out), n);
+}
+template <cpu::VBinary F>
+void vbinary_tile(const void* const* in, void* out, size_t n) {
+  cpu::vbinary(F, static_cast<const float*>(in[0]), static_cast<const float*>(in[1]), static_cast<float*>(out), n);
+}
+template <cpu::VCompare F>
+void vcompare_tile(const void* const* in, void* out, size_t n) {
+  cpu::vcompare(F, static_cast<const float*>(in[0]), static_cast<const float*>(in[1]), static_cast<bool*>(out), n);
+}
+
+// 16-bit values through float blocks, as half_blocks does: body(x, y, n) or body(x, y, z, n) on floats.
+template <typename H, typename Body>
+void tile_half1(const void* in, void* out, size_t n, Body body) {
+  const H* s = static_cast<const H*>(in);
+  H* d = static_cast<H*>(out);
+  alignas(64) float x[kHalfBlock], y[kHalfBlock];
+  for (size_t i = 0; i < n; i += kHalfBlock) {
+    const size_t m = std::min(kHalfBlock, n - i);
+    to_float(s + i, x, m);
+    body(x, y, m);
+    from_float(y, d + i, m);
+  }
+}
+template <typename H, typename Body>
+void tile_half2(const void* a, const void* b, void* out, size_t n, Body body) {
+  const H* s = static_cast<const H*>(a);
+  const H* t = static_cast<const H*>(b);
+  H* d = static_cast<H*>(out);
+  alignas(64) float x[kHalfBlock], y[kHalfBlock], z[kHalfBlock];
+  for (size_t i = 0; i < n; i += kHalfBlock) {
+    const size_t m = std::min(kHalfBlock, n - i);
+    to_float(s + i, x, m);
+    to_float(t + i, y, m);
+    body(x, y, z, m);
+    from_float(z, d + i, m);
+  }
+}
+
+// unary_fp's tile function: float32 and 16-bit values through the same float blocks, the others through
+// Op::apply.
+template <typename Op, typename T>
+void fp_tile(const void* const* in, void* out, size_t n) {
+  auto float_block = [](const float* x, float* y, size_t m) {
+    if constexpr (requires { Op::kVec; }) cpu::vunary(Op::kVec, x, y, m);
+    else
+      for (size_t i = 0; i < m; ++i) y[i] = Op::apply(x[i]);
+  };
+  if constexpr (std::is_same_v<T, float>) float_block(static_cast<const float*>(in[0]), static_cast<float*>(out), n);
+  else if constexpr (detail::is_half_v<T>) tile_half1<T>(in[0], out, n, float_block);
+  else tile_apply1<Op, T>(in, out, n);
+}
+template <typename Op, bool Complex = true>
+cpu::TileFn unary_fp_tile(const Node& node, const std::vector<Dtype>& in) {
+  if (node.specs[0].dtype != in[0]) return nullptr;
+  return tile_by_dtype(in[0], [](auto tag) -> cpu::TileFn {
+    using T = decltype(tag);
+    if constexpr (detail::is_float_v<T> || (detail::is_complex_v<T> && Complex)) return &fp_tile<Op, T>;
+    else return nullptr;
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
 // Registration of the sub-families' kernels (called from register_cpu_elementwise in unary.cpp, and
 // register_cpu_binary).
 void register_cpu_unary_math(detail::KernelTable& table);
 void register_cpu_binary(detail::KernelTable& table);
 void register_cpu_binary_compare(detail::KernelTable& table);
 void register_cpu_ternary(detail::KernelTable& table);
+// Their tile functions (called from cpu::register_cpu_elementwise_tiles in unary.cpp).
+void register_cpu_unary_math_tiles(cpu::TileTable& table);
+void register_cpu_binary_tiles(cpu::TileTable& table);
+void register_cpu_binary_compare_tiles(cpu::TileTable& table);
+void register_cpu_ternary_tiles(cpu::TileTable& table);
 
 }  // namespace kiln::ew

@@ -103,10 +103,36 @@ void select_cpu(const Node&, const std::vector<array>& in, std::vector<array>& o
   }
 }
 
+// The tile function, for a bool condition (a loaded graph's other conditions go through the kernel).
+// 4-byte values through the vector select (cpu/vmath.h: bit copies).
+void select_tile4(const void* const* in, void* out, size_t n) {
+  cpu::vselect(static_cast<const bool*>(in[0]), static_cast<const float*>(in[1]), static_cast<const float*>(in[2]),
+               static_cast<float*>(out), n);
+}
+
+template <typename T>
+void select_tile(const void* const* in, void* out, size_t n) {
+  select_row<T, 1, 1, 1>(static_cast<T*>(out), static_cast<const bool*>(in[0]), static_cast<const T*>(in[1]),
+                         static_cast<const T*>(in[2]), static_cast<int64_t>(n));
+}
+
+cpu::TileFn select_tile_for(const Node& node, const std::vector<Dtype>& in) {
+  const Dtype t = node.specs[0].dtype;
+  if (in[0] != bool_ || in[1] != t || in[2] != t) return nullptr;
+  switch (t.size) {
+    case 1: return &select_tile<uint8_t>;
+    case 2: return &select_tile<uint16_t>;
+    case 4: return &select_tile4;
+    case 8: return &select_tile<uint64_t>;
+    default: return nullptr;
+  }
+}
+
 }  // namespace
 
 namespace ew {
 void register_cpu_ternary(detail::KernelTable& table) { table.add("Select", select_cpu); }
+void register_cpu_ternary_tiles(cpu::TileTable& table) { table.add("Select", select_tile_for); }
 }  // namespace ew
 
 }  // namespace kiln

@@ -163,9 +163,32 @@ void sqrt_cpu(const Node& n, const std::vector<array>& in, std::vector<array>& o
   else unary_fp<SqrtOp>(in[0], out[0]);
 }
 
+cpu::TileFn log_tile(const Node& n, const std::vector<Dtype>& in) {
+  switch (n.state.i(0)) {
+    case 0: return unary_fp_tile<Log2Op>(n, in);
+    case 1: return unary_fp_tile<Log10Op>(n, in);
+    default: return unary_fp_tile<LogOp>(n, in);
+  }
+}
+
+cpu::TileFn sqrt_tile(const Node& n, const std::vector<Dtype>& in) {
+  return n.state.b(0) ? unary_fp_tile<RsqrtOp>(n, in) : unary_fp_tile<SqrtOp>(n, in);
+}
+
 }  // namespace
 
 namespace ew {
+
+void register_cpu_unary_math_tiles(cpu::TileTable& table) {
+  table.add({{"Exp", unary_fp_tile<ExpOp>}, {"Expm1", unary_fp_tile<Expm1Op>}, {"Log1p", unary_fp_tile<Log1pOp>},
+             {"Sin", unary_fp_tile<SinOp>}, {"Cos", unary_fp_tile<CosOp>}, {"Tan", unary_fp_tile<TanOp>},
+             {"Sinh", unary_fp_tile<SinhOp>}, {"Cosh", unary_fp_tile<CoshOp>}, {"Tanh", unary_fp_tile<TanhOp>},
+             {"ArcSin", unary_fp_tile<ArcSinOp>}, {"ArcCos", unary_fp_tile<ArcCosOp>},
+             {"ArcTan", unary_fp_tile<ArcTanOp>}, {"ArcSinh", unary_fp_tile<ArcSinhOp>},
+             {"ArcCosh", unary_fp_tile<ArcCoshOp>}, {"ArcTanh", unary_fp_tile<ArcTanhOp>},
+             {"Sigmoid", unary_fp_tile<SigmoidOp>}, {"Erf", unary_fp_tile<ErfOp, false>},
+             {"ErfInv", unary_fp_tile<ErfInvOp, false>}, {"Log", log_tile}, {"Sqrt", sqrt_tile}});
+}
 
 void register_cpu_unary_math(detail::KernelTable& table) {
   table.add({{"Exp", fp_cpu<ExpOp>}, {"Expm1", fp_cpu<Expm1Op>}, {"Log1p", fp_cpu<Log1pOp>},

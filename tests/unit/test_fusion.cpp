@@ -1,9 +1,12 @@
 // Element-wise fusion (src/core/fusion.*, src/backend/cpu/fusion.*): fused groups give the same bits
-// as running every node alone, for every dtype, broadcast and layout, and still write the
-// intermediates that something outside the group needs.
+// as running every node alone, for every dtype, broadcast and layout, both ways the CPU runs a group
+// (tile functions, and the kernels on tiles), and still write the intermediates that something outside
+// the group needs. The tile functions themselves give their kernels' bits for every row and dtype.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -13,6 +16,7 @@
 #include "backend/cpu/fusion.h"
 #include "core/allocator.h"
 #include "core/fusion.h"
+#include "core/kernels.h"
 #include "kiln/kiln.h"
 
 namespace mx = kiln;
@@ -29,13 +33,21 @@ class Fusion : public ::testing::Test {
     fusion::set_enabled(true);
     fusion::set_min_elements(0);
     kiln::cpu::set_tile_elements(0);
+    kiln::cpu::set_tile_functions(true);
   }
 };
+
+std::vector<uint8_t> raw_bits(const mx::array& a);
 
 // The bytes of every element in row-major order, following the strides.
 std::vector<uint8_t> bits(const mx::array& a0) {
   mx::array a = a0;
   a.eval();
+  return raw_bits(a);
+}
+
+// The same of an array that has its data (a kernel's output, never evaluated as a graph).
+std::vector<uint8_t> raw_bits(const mx::array& a) {
   const size_t isz = a.itemsize();
   std::vector<uint8_t> out(a.size() * isz);
   const char* base = static_cast<const char*>(a.buffer() ? a.buffer()->ptr : nullptr);
@@ -72,12 +84,18 @@ void expect_same(const std::vector<mx::array>& a, const std::vector<mx::array>& 
   }
 }
 
-// Fused and unfused results of `build` are bit-identical; returns the fused run's stats.
+// Fused results of `build`, through tile functions where the members have them and through the kernels
+// on tiles, are bit-identical to the unfused ones; returns the stats of the run with tile functions.
 fusion::Stats check(const std::function<std::vector<mx::array>()>& build, const std::string& what) {
-  fusion::Stats st;
+  fusion::Stats st, st_kernels;
   auto fused = run(true, build, &st);
+  kiln::cpu::set_tile_functions(false);
+  auto kernels = run(true, build, &st_kernels);
+  kiln::cpu::set_tile_functions(true);
   auto plain = run(false, build);
-  expect_same(fused, plain, what);
+  expect_same(fused, plain, what + " (tile functions)");
+  expect_same(kernels, plain, what + " (kernels on tiles)");
+  EXPECT_EQ(st.groups, st_kernels.groups) << what;
   return st;
 }
 
@@ -550,4 +568,188 @@ TEST_F(Fusion, ScratchScopeReusesBlocks) {
   void* from_cache = d::buffer_malloc(16384);
   EXPECT_EQ(from_cache, first);
   d::buffer_free(from_cache, 16384);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Tile functions (backend/cpu/fusion.h TileTable).
+
+// Every element-wise row that a group may hold (one output) has a tile resolver on the CPU.
+TEST(FusionTiles, EveryElementwiseRowHasATileResolver) {
+  const kiln::cpu::TileTable& tiles = kiln::cpu::tile_table();
+  std::string missing;
+  int rows = 0;
+  for (const kiln::PrimitiveDef* def : mx::registry::all()) {
+    if (!(def->flags & kiln::kElementwise) || def->num_outputs != 1) continue;
+    ++rows;
+    if (!tiles.find(*def)) missing += " " + def->name;
+  }
+  EXPECT_TRUE(missing.empty()) << "element-wise rows without a tile resolver:" << missing;
+  EXPECT_GE(rows, 55);
+}
+
+namespace {
+
+// Values of dtype t for the tile tests: random ones with, for floating types, the special values
+// (NaN of both signs, infinities, signed zeros, a denormal, huge and tiny values) spread through them,
+// at places that depend on `which` (so that a NaN meets a number in a binary op, and each order).
+mx::array tile_values(mx::Dtype t, int n, std::mt19937& rng, int which) {
+  if (!is_float(t)) return random_array(t, {n}, rng);
+  std::uniform_real_distribution<double> u(-3.0, 3.0);
+  std::vector<double> v(static_cast<size_t>(n));
+  for (auto& x : v) x = u(rng);
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const double specials[] = {nan, -nan, inf, -inf, 0.0, -0.0, 1e-41, 3e38, -7e5, 1e-7, 0.5, -1.0};
+  for (size_t i = 0; i < sizeof(specials) / sizeof(double); ++i) {
+    v[(i * 97 + 13 + 31 * which) % v.size()] = specials[i];
+    v[(i * 89 + 500) % v.size()] = specials[(i + which) % (sizeof(specials) / sizeof(double))];  // pairs
+  }
+  mx::array a(v.data(), mx::Shape{n}, mx::float64);
+  a = mx::astype(a, t);
+  a.eval();
+  return a;
+}
+
+// The states to try for a row: every combination of its fields' values (a Bool field both ways, an Int
+// field 0 to 4, a dtype field every dtype). False when the row has a field of another type.
+bool states_of(const kiln::PrimitiveDef& def, std::vector<kiln::State>& out) {
+  out.assign(1, kiln::State{});
+  for (const kiln::Field& f : def.fields) {
+    std::vector<kiln::Value> vals;
+    if (f.type == kiln::FieldType::Bool) vals = {false, true};
+    else if (f.type == kiln::FieldType::Int) vals = {int32_t(0), int32_t(1), int32_t(2), int32_t(3), int32_t(4)};
+    else if (f.type == kiln::FieldType::DtypeF)
+      for (mx::Dtype t : kAllTypes) vals.push_back(t);
+    else return false;
+    std::vector<kiln::State> next;
+    for (const kiln::State& s : out) {
+      for (const kiln::Value& v : vals) {
+        kiln::State t = s;
+        t.values.push_back(v);
+        next.push_back(t);
+      }
+    }
+    out = next;
+  }
+  return true;
+}
+
+}  // namespace
+
+// Each row's tile function gives its kernel's bits on row-contiguous arrays, for every dtype (and state)
+// the row accepts, at an unaligned offset and with a length that leaves vector tails. A resolver may
+// decline only a Select whose condition is not bool (the kernel converts it first).
+TEST(FusionTiles, TileFunctionsGiveTheKernelsBitsForEveryRowAndDtype) {
+  const kiln::cpu::TileTable& tiles = kiln::cpu::tile_table();
+  const int n = 1031;
+  const size_t lo = 5, len = 1019;  // an unaligned sub-range: pointers off the vectors' alignment, tails
+  std::string declined;
+  size_t compared = 0;
+  std::mt19937 rng(2024);
+  for (const kiln::PrimitiveDef* def : mx::registry::all()) {
+    if (!(def->flags & kiln::kElementwise) || def->num_outputs != 1) continue;
+    std::vector<kiln::State> states;
+    ASSERT_TRUE(states_of(*def, states)) << def->name << " has a field this test cannot vary";
+    const int arity = def->min_inputs;
+    for (mx::Dtype t : kAllTypes) {
+      std::vector<std::vector<mx::Dtype>> input_sets = {std::vector<mx::Dtype>(arity, t)};
+      if (def->name == "Select") input_sets.push_back({mx::bool_, t, t});
+      for (const auto& dtypes : input_sets) {
+        std::vector<mx::array> inputs;
+        std::vector<kiln::ArraySpec> specs;
+        for (mx::Dtype d : dtypes) {
+          inputs.push_back(tile_values(d, n, rng, static_cast<int>(inputs.size())));
+          specs.push_back({{n}, d});
+        }
+        for (const kiln::State& state : states) {
+          std::vector<kiln::ArraySpec> out_specs;
+          try {
+            out_specs = def->infer(state, specs);
+          } catch (const std::exception&) {
+            continue;  // the row rejects these dtypes
+          }
+          const std::string what = def->display_name(state) + " of " + mx::dtype_name(dtypes[0]) +
+                                   (dtypes.size() > 1 ? "/" + mx::dtype_name(dtypes.back()) : "") + " -> " +
+                                   mx::dtype_name(out_specs[0].dtype);
+          std::vector<mx::array> lazy = kiln::make_arrays(*def, state, inputs, out_specs);
+          const kiln::Node& node = *lazy[0].node();
+          kiln::KernelFn kernel = kiln::detail::kernels_for(node.stream.device).get(*def, state);
+          std::vector<mx::array> outs = {mx::array(out_specs[0].shape, out_specs[0].dtype, nullptr, 0)};
+          kernel(node, inputs, outs);
+          if (!outs[0].buffer()) continue;  // the kernel computes nothing for these dtypes
+          kiln::cpu::TileFn f = tiles.resolve(node, dtypes);
+          if (!f) {
+            if (!(def->name == "Select" && dtypes[0] != mx::bool_)) declined += "\n  " + what;
+            continue;
+          }
+          const std::vector<uint8_t> want = raw_bits(outs[0]);
+          const size_t osz = out_specs[0].dtype.size;
+          std::vector<const void*> ptrs;
+          for (const mx::array& a : inputs)
+            ptrs.push_back(static_cast<const char*>(a.buffer()->ptr) + (a.offset() + lo) * a.itemsize());
+          std::vector<uint8_t> got((len + 2) * osz, 0xA5);
+          f(ptrs.data(), got.data() + osz, len);  // one element of guard on both sides
+          EXPECT_TRUE(std::equal(got.begin() + osz, got.begin() + (len + 1) * osz, want.begin() + lo * osz)) << what;
+          EXPECT_TRUE(std::all_of(got.begin(), got.begin() + osz, [](uint8_t b) { return b == 0xA5; })) << what;
+          EXPECT_TRUE(std::all_of(got.end() - osz, got.end(), [](uint8_t b) { return b == 0xA5; }))
+              << what << " wrote past n";
+          ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_TRUE(declined.empty()) << "tile resolvers that declined dtypes their kernel computes:" << declined;
+  EXPECT_GE(compared, 500u);
+}
+
+// Groups run through tile functions when every member has one; a member without one (a Select whose
+// condition is float32, as a loaded graph may hand it) sends the group through the kernels, with the
+// same bits either way.
+TEST_F(Fusion, TileFunctionsRunWhenEveryMemberHasOne) {
+  std::mt19937 rng(31);
+  mx::array x = random_array(mx::float32, {3000}, rng), y = random_array(mx::float32, {3000}, rng);
+  size_t before = kiln::cpu::tile_function_groups();
+  auto st = check([&]() { return std::vector<mx::array>{mx::exp(mx::where(mx::greater(x, y), x, mx::sin(y)))}; },
+                  "all members with tile functions");
+  EXPECT_EQ(st.groups, 1u);
+  EXPECT_EQ(kiln::cpu::tile_function_groups(), before + 1);  // the checked run with tile functions only
+
+  const kiln::PrimitiveDef& select = kiln::registry::get("Select");
+  before = kiln::cpu::tile_function_groups();
+  st = check(
+      [&]() {
+        mx::array c = mx::sin(x);  // a float32 condition: nonzero is true
+        mx::array s = kiln::make_array(select, {}, {c, x, y}, {{{3000}, mx::float32}});
+        return std::vector<mx::array>{mx::multiply(s, c)};
+      },
+      "a member without a tile function");
+  EXPECT_EQ(st.groups, 1u);
+  EXPECT_EQ(st.fused_nodes, 3u);
+  EXPECT_EQ(kiln::cpu::tile_function_groups(), before);
+}
+
+// Values reused slot after slot: a long chain with many values alive at once (every step reads two
+// earlier ones), an intermediate output written in place, an input read by the first and last member,
+// on tile sizes that split the data unevenly.
+TEST_F(Fusion, TileSlotsReusedAcrossALongChain) {
+  std::mt19937 rng(32);
+  mx::array x = random_array(mx::float32, {4099}, rng), y = random_array(mx::float32, {4099}, rng);
+  for (size_t tile : {size_t(0), size_t(100), size_t(4099), size_t(5000)}) {
+    kiln::cpu::set_tile_elements(tile);
+    auto build = [&]() {
+      std::vector<mx::array> v = {x, y};
+      for (int k = 0; k < 24; ++k) {
+        const mx::array& a = v[v.size() - 1];
+        const mx::array& b = v[v.size() - 1 - (k % 5 == 0 ? 1 : k % 4 + 1)];
+        switch (k % 4) {
+          case 0: v.push_back(mx::add(mx::sin(a), b)); break;
+          case 1: v.push_back(mx::maximum(a, mx::negative(b))); break;
+          case 2: v.push_back(mx::where(mx::less(a, b), mx::square(a), b)); break;
+          default: v.push_back(mx::multiply(mx::tanh(a), b)); break;
+        }
+      }
+      return std::vector<mx::array>{mx::subtract(v.back(), x), v[10]};
+    };
+    auto st = check(build, "long chain, tile " + std::to_string(tile));
+    EXPECT_EQ(st.groups, 1u);
+  }
 }

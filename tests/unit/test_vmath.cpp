@@ -11,6 +11,7 @@
 // suites with KILN_CPU_ISA set, so the kernels' lower levels run too.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <bit>
 #include <cfloat>
 #include <cmath>
@@ -271,8 +272,9 @@ TEST(Vmath, LibraryFunctionsStayWithinTheUlpBound) {
   }
 }
 
-// The IEEE operations (add, subtract, multiply, divide, sqrt, 1 / sqrt) give the scalar level's bits at
-// every level (NaN for NaN), over specials, a sweep of bit patterns and random pairs, any length (tails).
+// The IEEE operations (add, subtract, multiply, divide, sqrt, 1 / sqrt) and the exact ones (maximum,
+// minimum, abs, negative, square) give the scalar level's bits at every level (NaN for NaN), over
+// specials, a sweep of bit patterns and random pairs, any length (tails).
 TEST(Vmath, ArithmeticGivesTheScalarBitsAtEveryLevel) {
   const std::vector<float> a = sweep(4093, 100.0f, 20001);
   std::vector<float> b(a.size());
@@ -280,7 +282,8 @@ TEST(Vmath, ArithmeticGivesTheScalarBitsAtEveryLevel) {
   for (size_t i = 0; i < b.size(); ++i) b[i] = a[rng() % a.size()];
   for (size_t i = 0; i < 200; ++i) b[i] = specials()[i % specials().size()];
   std::vector<float> want(a.size()), got(a.size());
-  for (VBinary f : {VBinary::Add, VBinary::Subtract, VBinary::Multiply, VBinary::Divide}) {
+  for (VBinary f : {VBinary::Add, VBinary::Subtract, VBinary::Multiply, VBinary::Divide, VBinary::Maximum,
+                    VBinary::Minimum}) {
     cpu::vbinary_at(cpu::Isa::scalar, f, a.data(), b.data(), want.data(), a.size());
     for (cpu::Isa isa : levels()) {
       for (size_t n : {a.size(), size_t(7), size_t(1), size_t(0)}) {
@@ -293,16 +296,76 @@ TEST(Vmath, ArithmeticGivesTheScalarBitsAtEveryLevel) {
       }
     }
   }
-  for (VUnary f : {VUnary::Sqrt, VUnary::Rsqrt}) {
+  // The scalar maximum and minimum are binary.cpp's rule: a NaN first operand wins, else the comparison.
+  cpu::vbinary_at(cpu::Isa::scalar, VBinary::Maximum, a.data(), b.data(), want.data(), a.size());
+  cpu::vbinary_at(cpu::Isa::scalar, VBinary::Minimum, a.data(), b.data(), got.data(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    const float x = a[i], y = b[i];
+    ASSERT_TRUE(same(want[i], x != x ? x : (x > y ? x : y))) << "maximum of " << x << ", " << y;
+    ASSERT_TRUE(same(got[i], x != x ? x : (x < y ? x : y))) << "minimum of " << x << ", " << y;
+  }
+  for (VUnary f : {VUnary::Sqrt, VUnary::Rsqrt, VUnary::Abs, VUnary::Negative, VUnary::Square}) {
     cpu::vunary_at(cpu::Isa::scalar, f, a.data(), want.data(), a.size());
     for (size_t i = 0; i < a.size(); ++i) {
-      const float r = f == VUnary::Sqrt ? std::sqrt(a[i]) : 1.0f / std::sqrt(a[i]);
+      float r = 0.0f;
+      switch (f) {
+        case VUnary::Sqrt: r = std::sqrt(a[i]); break;
+        case VUnary::Rsqrt: r = 1.0f / std::sqrt(a[i]); break;
+        case VUnary::Abs: r = std::fabs(a[i]); break;
+        case VUnary::Negative: r = -a[i]; break;
+        default: r = a[i] * a[i]; break;
+      }
       ASSERT_TRUE(same(want[i], r)) << cpu::vunary_name(f) << " scalar of " << a[i];
     }
     for (cpu::Isa isa : levels()) {
       cpu::vunary_at(isa, f, a.data(), got.data(), a.size());
       for (size_t i = 0; i < a.size(); ++i)
         ASSERT_TRUE(same(got[i], want[i])) << cpu::vunary_name(f) << " at " << cpu::isa_name(isa) << " of " << a[i];
+    }
+  }
+}
+
+// The comparisons give C++'s float comparisons as bools (NaN unequal to everything, itself included) and
+// select copies the bits of the chosen operand (NaN payloads too), at every level and length, with
+// nothing written past n, and for conditions stored as any nonzero byte.
+TEST(Vmath, CompareAndSelectAtEveryLevel) {
+  const std::vector<float> a = sweep(2053, 50.0f, 4001);
+  std::vector<float> b(a.size());
+  std::mt19937 rng(8);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = (rng() % 4 == 0) ? a[i] : a[rng() % a.size()];
+  for (size_t i = 0; i < 100; ++i) b[i * 7] = specials()[i % specials().size()];
+  using Cmp = bool (*)(float, float);
+  const std::pair<cpu::VCompare, Cmp> cases[] = {
+      {cpu::VCompare::Equal, [](float x, float y) { return x == y; }},
+      {cpu::VCompare::NotEqual, [](float x, float y) { return x != y; }},
+      {cpu::VCompare::Greater, [](float x, float y) { return x > y; }},
+      {cpu::VCompare::GreaterEqual, [](float x, float y) { return x >= y; }},
+      {cpu::VCompare::Less, [](float x, float y) { return x < y; }},
+      {cpu::VCompare::LessEqual, [](float x, float y) { return x <= y; }}};
+  std::vector<uint8_t> got(a.size() + 1);
+  for (const auto& [f, ref] : cases) {
+    for (cpu::Isa isa : levels()) {
+      for (size_t n : {a.size(), size_t(33), size_t(16), size_t(9), size_t(1), size_t(0)}) {
+        std::fill(got.begin(), got.end(), 0x77);
+        cpu::vcompare_at(isa, f, a.data(), b.data(), reinterpret_cast<bool*>(got.data()), n);
+        for (size_t i = 0; i < n; ++i)
+          ASSERT_EQ(got[i], ref(a[i], b[i]) ? 1 : 0)
+              << cpu::vcompare_name(f) << " at " << cpu::isa_name(isa) << " of " << a[i] << ", " << b[i];
+        EXPECT_EQ(got[n], 0x77) << "wrote past n";
+      }
+    }
+  }
+  // Conditions stored as bytes 0, 1 and (as a loaded buffer might hold) 2 and 255.
+  std::vector<uint8_t> cond(a.size());
+  for (auto& c : cond) c = (rng() % 2) ? 0 : std::array<uint8_t, 3>{1, 2, 255}[rng() % 3];
+  std::vector<float> out(a.size() + 1);
+  for (cpu::Isa isa : levels()) {
+    for (size_t n : {a.size(), size_t(17), size_t(8), size_t(1), size_t(0)}) {
+      std::fill(out.begin(), out.end(), 12345.0f);
+      cpu::vselect_at(isa, reinterpret_cast<const bool*>(cond.data()), a.data(), b.data(), out.data(), n);
+      for (size_t i = 0; i < n; ++i)
+        ASSERT_EQ(bits(out[i]), bits(cond[i] ? a[i] : b[i])) << "select at " << cpu::isa_name(isa) << " element " << i;
+      EXPECT_EQ(out[n], 12345.0f) << "wrote past n";
     }
   }
 }

@@ -13,6 +13,7 @@
 #include "kiln/primitive.h"
 #include "kiln/profile.h"
 #include "core/concat_products.h"
+#include "core/slice_pushdown.h"
 #include "core/eval_internal.h"
 #include "core/fusion.h"
 #include "core/kernels.h"
@@ -123,9 +124,11 @@ std::vector<fusion::Step> plan_run(std::vector<std::shared_ptr<Node>>& order, co
   // Graph rewrite passes first: the decomposed norms and softmax become one fused node each
   // (core/row_patterns.h), so fusion does not take their element-wise parts apart; products over a
   // concatenation (a KV cache and the new token's keys) become one product per part
-  // (core/concat_products.h).
+  // (core/concat_products.h); slices of row-wise work (a prefill's last-position logits) move ahead of
+  // it, so only the kept rows are computed (core/slice_pushdown.h).
   detail::rewrite_row_patterns(order, outputs);
   detail::split_concat_products(order, outputs);
+  detail::push_slices_up(order, outputs);
   return fusion::plan(order);
 }
 

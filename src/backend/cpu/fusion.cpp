@@ -255,7 +255,6 @@ class TileRunner {
   std::vector<int64_t> idx_;
 };
 
-
 // ------------------------------------------------------------------------------------------------
 // Groups whose members all have tile functions.
 

@@ -28,9 +28,9 @@ namespace kiln::cpu {
 // Sets the CPU table's group runner (src/backend/backends.cpp, core/fusion.h set_group_runner).
 void install_fusion(const detail::KernelTable& table);
 
-// Elements per tile: set_tile_elements (tests, benchmarks) forces a size from the next group on; 0
-// restores the default (16384 elements, 8192 when the group has 8-byte values). tile_elements()
-// returns the forced size, or 16384.
+// Elements per tile: set_tile_elements (tests, benchmarks) forces a size from the next group on, for both
+// ways of running it; 0 restores the defaults (1024 elements with tile functions; through the kernels
+// 16384, 8192 when the group has 8-byte values). tile_elements() returns the forced size, or 16384.
 size_t tile_elements();
 void set_tile_elements(size_t n);
 

@@ -101,8 +101,10 @@ template <typename F>
 void s_cmp(const float* a, const float* b, bool* out, size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = F()(a[i], b[i]);
 }
+// The condition read as bytes (any nonzero byte is true, as the vector levels read it); the bits copied.
 void s_select(const bool* c, const float* a, const float* b, float* out, size_t n) {
-  for (size_t i = 0; i < n; ++i) std::memcpy(out + i, c[i] ? a + i : b + i, sizeof(float));  // the bits
+  const unsigned char* cb = reinterpret_cast<const unsigned char*>(c);
+  for (size_t i = 0; i < n; ++i) std::memcpy(out + i, cb[i] ? a + i : b + i, sizeof(float));
 }
 
 constexpr Table kScalar = {

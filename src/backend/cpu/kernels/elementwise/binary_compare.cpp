@@ -119,15 +119,18 @@ void bitwise_cpu(const Node& n, const std::vector<array>& in, std::vector<array>
   }
 }
 
-// Tile functions: Op::apply over the input dtype, as binary_run does on row-major operands.
+// Tile functions: Op::apply over the input dtype, as binary_run does on row-major operands (float32
+// comparisons through the vector math).
+template <typename Op, typename T>
+cpu::TileFn compare_tile_fn() {
+  if constexpr (std::is_same_v<T, float> && requires { Op::kTileF32; }) return &vcompare_tile<Op::kTileF32>;
+  else return &tile_apply2<Op, T, bool>;
+}
+
 template <typename Op>
 cpu::TileFn compare_tile(const Node& node, const std::vector<Dtype>& in) {
   if (in[1] != in[0] || node.specs[0].dtype != bool_) return nullptr;
-  return tile_by_dtype(in[0], [](auto tag) -> cpu::TileFn {
-    using T = decltype(tag);
-    if constexpr (std::is_same_v<T, float> && requires { Op::kTileF32; }) return &vcompare_tile<Op::kTileF32>;
-    else return &tile_apply2<Op, T, bool>;
-  });
+  return tile_by_dtype(in[0], [](auto tag) -> cpu::TileFn { return compare_tile_fn<Op, decltype(tag)>(); });
 }
 
 cpu::TileFn equal_tile(const Node& n, const std::vector<Dtype>& in) {

@@ -189,16 +189,18 @@ void same_type_cpu(const Node&, const std::vector<array>& in, std::vector<array>
 }
 
 // Its tile function: the input copied where the kernel shares it.
+template <typename Op, typename T>
+cpu::TileFn same_type_tile_fn() {
+  if constexpr (Op::template kShares<T>) return copy_tile(sizeof(T));
+  else if constexpr (std::is_same_v<T, float> && requires { Op::kTileF32; }) return &vunary_tile<Op::kTileF32>;
+  else if constexpr (computes<Op, T>()) return &tile_apply1<Op, T>;
+  else return nullptr;
+}
+
 template <typename Op>
 cpu::TileFn same_type_tile(const Node& node, const std::vector<Dtype>& in) {
   if (node.specs[0].dtype != in[0]) return nullptr;
-  return tile_by_dtype(in[0], [](auto tag) -> cpu::TileFn {
-    using T = decltype(tag);
-    if constexpr (Op::template kShares<T>) return copy_tile(sizeof(T));
-    else if constexpr (std::is_same_v<T, float> && requires { Op::kTileF32; }) return &vunary_tile<Op::kTileF32>;
-    else if constexpr (computes<Op, T>()) return &tile_apply1<Op, T>;
-    else return nullptr;
-  });
+  return tile_by_dtype(in[0], [](auto tag) -> cpu::TileFn { return same_type_tile_fn<Op, decltype(tag)>(); });
 }
 
 struct LogicalNotOp {

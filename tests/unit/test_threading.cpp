@@ -1,16 +1,48 @@
 // The CPU backend's fork-join pool (src/backend/cpu/threading.h): work is split and joined, nested
-// calls run serially, and an exception thrown in any chunk, on any thread, reaches the caller.
+// calls run serially, and an exception thrown in any chunk, on any thread, reaches the caller; short jobs
+// back to back (workers entering late, or after the caller closed the job) lose and repeat no chunk. The
+// ctest entry threads.one_cpu reruns these and the fusion suites with every thread on one CPU
+// (KILN_TEST_ONE_CPU=1, KILN_NUM_THREADS=2), where the worker is rarely running when a job comes.
 #include <gtest/gtest.h>
+
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <mutex>
+#include <random>
 #include <stdexcept>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/cpu/threading.h"
 
 namespace {
+
+// KILN_TEST_ONE_CPU=1: the process's threads all on the first CPU it may use, set before main (so before
+// the pool's workers start: they inherit it).
+[[maybe_unused]] const bool kPinned = [] {
+#if defined(__linux__)
+  const char* e = std::getenv("KILN_TEST_ONE_CPU");
+  if (!e || std::string(e) != "1") return false;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return false;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (!CPU_ISSET(c, &set)) continue;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(c, &one);
+    return sched_setaffinity(0, sizeof(one), &one) == 0;
+  }
+#endif
+  return false;
+}();
 
 using kiln::cpu::parallel_for;
 
@@ -70,6 +102,21 @@ TEST(Threads, AnExceptionInAChunkReachesTheCaller) {
   std::atomic<size_t> count{0};
   parallel_for(1000, 10, [&](size_t b, size_t e) { count.fetch_add(e - b); });
   EXPECT_EQ(count.load(), 1000u);
+}
+
+// Thousands of short jobs back to back, some after a pause long enough for the workers to fall asleep:
+// every index of every job once, whichever thread took it and whenever it came in.
+TEST(Threads, ShortJobsBackToBackLoseNoChunk) {
+  std::mt19937 rng(77);
+  for (int job = 0; job < 3000; ++job) {
+    const size_t n = 2 + rng() % 300;
+    std::vector<std::atomic<int>> hits(n);
+    parallel_for(n, 1 + rng() % 4, [&](size_t b, size_t e) {
+      for (size_t i = b; i < e; ++i) hits[i].fetch_add(1);
+    });
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "job " << job << " index " << i;
+    if (job % 500 == 499) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Helpers for test_fast.cpp and test_quantized.cpp: deterministic data, values as doubles, closeness
+// Helpers for the fast-row, quantized and graph-rewrite tests: deterministic data, values as doubles, closeness
 // checks, and a minimal .npy reader for the MLX golden files (little-endian, C order, plain dtypes).
 #pragma once
 
@@ -14,7 +14,18 @@
 
 #include <kiln/kiln.h>
 
+#include "core/row_patterns.h"
+
 namespace fast_test {
+
+// The evaluator's graph rewrite passes (row patterns, products over a concatenation, slice pushdown) on or
+// off for a scope (KILN_PATTERNS's switch), restored on leaving it.
+struct RewritePasses {
+  explicit RewritePasses(bool on) { kiln::detail::set_row_patterns_enabled(on); }
+  ~RewritePasses() { kiln::detail::set_row_patterns_enabled(true); }
+  RewritePasses(const RewritePasses&) = delete;
+  RewritePasses& operator=(const RewritePasses&) = delete;
+};
 
 namespace mx = kiln;
 

@@ -24,17 +24,12 @@ namespace mx = kiln;
 using namespace fast_test;
 using kiln::detail::concat_product_splits;
 
-struct Passes {
-  explicit Passes(bool on) { kiln::detail::set_row_patterns_enabled(on); }
-  ~Passes() { kiln::detail::set_row_patterns_enabled(true); }
-};
-
 // Evaluates build() with the passes off and on (fresh graphs); the two must agree within rtol/atol.
 // Returns how many products the pass split.
 uint64_t run_both(const std::function<mx::array()>& build, double rtol = 2e-6, double atol = 1e-6) {
   std::vector<double> off;
   {
-    Passes p(false);
+    RewritePasses p(false);
     mx::array y = build();
     y.eval();
     off = vals(y);
@@ -78,7 +73,7 @@ TEST(ConcatProducts, DecodeAttentionOverTheKvCache) {
   mx::array y = a();
   mx::array want = a.out(mx::concatenate({a.kc, a.kn}, 2), mx::concatenate({a.vc, a.vn}, 2));
   {
-    Passes p(false);
+    RewritePasses p(false);
     expect_close(y, vals(want), 2e-6, 1e-6, "vs unsplit");
   }
   // No Concatenate of the cache's size runs: only the scores' (2·4·(S+1) values) remains.
@@ -135,7 +130,7 @@ TEST(ConcatProducts, SixteenBitProducts) {
   s.eval();
   EXPECT_EQ(concat_product_splits() - before, 1u);
   {
-    Passes p(false);
+    RewritePasses p(false);
     mx::array want = a.scores(a.keys());
     expect_close(s, vals(want), 0, 0, "bfloat16 scores");
   }
@@ -174,7 +169,7 @@ TEST(ConcatProducts, LeftAloneWhenTheConcatenationIsNeeded) {
   }
   // The passes are off.
   {
-    Passes p(false);
+    RewritePasses p(false);
     const uint64_t before = concat_product_splits();
     a().eval();
     EXPECT_EQ(concat_product_splits() - before, 0u);
@@ -206,7 +201,7 @@ TEST(ConcatProducts, ImportedFunctionsAreSplit) {
     mx::eval(outs);
     // The first call runs its graph, the second plans the program the later ones run: both split.
     EXPECT_EQ(concat_product_splits() - before, call < 2 ? 2u : 0u) << "call " << call;
-    Passes p(false);
+    RewritePasses p(false);
     expect_close(outs[0], vals(a()), 2e-6, 1e-6, "imported call " + std::to_string(call));
   }
   std::remove(path.c_str());

@@ -27,12 +27,6 @@ using kiln::detail::row_pattern_counts;
 using kiln::detail::RowPatternCounts;
 using kiln::detail::set_row_patterns_enabled;
 
-// The pass on or off for a scope.
-struct Patterns {
-  explicit Patterns(bool on) { set_row_patterns_enabled(on); }
-  ~Patterns() { set_row_patterns_enabled(true); }
-};
-
 RowPatternCounts delta(const RowPatternCounts& a, const RowPatternCounts& b) {
   return {b.rms_norm - a.rms_norm, b.layer_norm - a.layer_norm, b.softmax - a.softmax, b.rope - a.rope};
 }
@@ -42,7 +36,7 @@ RowPatternCounts delta(const RowPatternCounts& a, const RowPatternCounts& b) {
 RowPatternCounts run_both(const std::function<mx::array()>& build, double rtol = 2e-6, double atol = 1e-6) {
   std::vector<double> off;
   {
-    Patterns p(false);
+    RewritePasses p(false);
     mx::array y = build();
     y.eval();
     off = vals(y);
@@ -196,7 +190,7 @@ TEST(RowPatterns, NotRewrittenWhenIntermediatesAreNeeded) {
       return mx::add(mx::multiply(n, w), mx::sum(xc, -1, true));
     };
     {
-      Patterns p(false);
+      RewritePasses p(false);
       off = vals(build());
     }
     mx::array y = build();
@@ -233,7 +227,7 @@ TEST(RowPatterns, NotRewrittenWhenNotFloat32OrNotTheForm) {
 
 TEST(RowPatterns, SwitchTurnsThePassOff) {
   const mx::array x = X({4, 33});
-  Patterns p(false);
+  RewritePasses p(false);
   EXPECT_FALSE(kiln::detail::row_patterns_enabled());
   const RowPatternCounts before = row_pattern_counts();
   rms_decomposed(x, std::nullopt, 1e-5f).eval();
@@ -267,7 +261,7 @@ TEST(RowPatterns, ImportedFunctionsAreRewritten) {
     EXPECT_EQ(d.softmax, 1u) << "call " << call;
     std::vector<std::vector<double>> off;
     {
-      Patterns p(false);
+      RewritePasses p(false);
       for (auto& o : f({x, w, b})) off.push_back(vals(o));
     }
     ASSERT_EQ(outs.size(), 3u);

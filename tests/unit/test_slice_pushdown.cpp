@@ -23,11 +23,6 @@ namespace mx = kiln;
 using namespace fast_test;
 using kiln::detail::slice_pushdowns;
 
-struct Passes {
-  explicit Passes(bool on) { kiln::detail::set_row_patterns_enabled(on); }
-  ~Passes() { kiln::detail::set_row_patterns_enabled(true); }
-};
-
 // Evaluates build() with the passes off and on (fresh graphs); the results must be the same bits (as
 // doubles of the same floats), or with rtol > 0 agree within it: a product over fewer rows may run
 // another kernel (the skinny one instead of the blocked one), which orders its sums differently.
@@ -35,7 +30,7 @@ struct Passes {
 uint64_t run_both(const std::function<std::vector<mx::array>()>& build, double rtol = 0) {
   std::vector<std::vector<double>> off;
   {
-    Passes p(false);
+    RewritePasses p(false);
     std::vector<mx::array> ys = build();
     mx::eval(ys);
     for (auto& y : ys) off.push_back(vals(y));
@@ -144,7 +139,7 @@ TEST(SlicePushdown, LeftAloneWhereRowsAreNeededOrMixed) {
               return std::vector<mx::array>{mx::slice(mx::matmul(mx::sin(x), w), {0, 0, 0}, {2, 12, 8})};
             }),
             1u);
-  Passes off(false);
+  RewritePasses off(false);
   const uint64_t before = slice_pushdowns();
   mx::array y = cut(mx::exp(x));
   y.eval();

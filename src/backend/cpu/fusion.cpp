@@ -381,13 +381,12 @@ class FnRunner {
   std::vector<int64_t> idx_;
 };
 
-void run_with_tile_fns(Group& g, const std::vector<External>& ext, const std::vector<int>& last_use,
-                       const std::vector<TileFn>& fns) {
-  const size_t n = g.size;
-  const FnPlan plan = plan_slots(g, last_use);
-  const size_t tile = plan.tile;
+// runner.run(lo, len) over the tiles of n elements, spread over the pool's threads (at least `grain` tiles a
+// chunk), each chunk with its own runner (make()) made inside a ScratchScope, so its buffers cycle there. The
+// first exception is rethrown once every thread is done; the others stop at their next tile.
+template <typename Make>
+void for_each_tile(size_t n, size_t tile, size_t grain, Make make) {
   const size_t ntiles = (n + tile - 1) / tile;
-  const size_t grain = std::max<size_t>(1, kFnGrainElements / tile);
   std::mutex err_mu;
   std::exception_ptr err;
   std::atomic<bool> failed{false};
@@ -395,8 +394,8 @@ void run_with_tile_fns(Group& g, const std::vector<External>& ext, const std::ve
     if (failed.load(std::memory_order_relaxed)) return;
     try {
       detail::ScratchScope scope;  // declared first: the runner's buffers go back to it
-      FnRunner runner(g, ext, fns, plan);
-      for (size_t t = tb; t < te; ++t) {
+      auto runner = make();
+      for (size_t t = tb; t < te && !failed.load(std::memory_order_relaxed); ++t) {
         const size_t lo = t * tile;
         runner.run(lo, std::min(tile, n - lo));
       }
@@ -407,6 +406,13 @@ void run_with_tile_fns(Group& g, const std::vector<External>& ext, const std::ve
     }
   });
   if (err) std::rethrow_exception(err);
+}
+
+void run_with_tile_fns(Group& g, const std::vector<External>& ext, const std::vector<int>& last_use,
+                       const std::vector<TileFn>& fns) {
+  const FnPlan plan = plan_slots(g, last_use);
+  for_each_tile(g.size, plan.tile, std::max<size_t>(1, kFnGrainElements / plan.tile),
+                [&] { return FnRunner(g, ext, fns, plan); });
   g_fn_groups.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -439,26 +445,7 @@ void run_group(Group& g) {
   }
   if (std::vector<TileFn> fns = tile_fns(g); !fns.empty()) return run_with_tile_fns(g, ext, last_use, fns);
   const size_t tile = tile_for(g);
-  const size_t ntiles = (n + tile - 1) / tile;
-  std::mutex err_mu;
-  std::exception_ptr err;
-  std::atomic<bool> failed{false};
-  parallel_for(ntiles, 1, [&](size_t tb, size_t te) {
-    if (failed.load(std::memory_order_relaxed)) return;
-    try {
-      detail::ScratchScope scope;  // declared first: the tile arrays below give their blocks back to it
-      TileRunner runner(g, ext, last_use, tile);
-      for (size_t t = tb; t < te && !failed.load(std::memory_order_relaxed); ++t) {
-        const size_t lo = t * tile;
-        runner.run(lo, std::min(tile, n - lo));
-      }
-    } catch (...) {
-      std::lock_guard lk(err_mu);
-      if (!err) err = std::current_exception();
-      failed.store(true);
-    }
-  });
-  if (err) std::rethrow_exception(err);
+  for_each_tile(n, tile, 1, [&] { return TileRunner(g, ext, last_use, tile); });
 }
 
 }  // namespace

@@ -177,7 +177,9 @@ void run_cmp(const float* a, const float* b, bool* d, size_t n) {
 
 void run_select(const bool* c, const float* a, const float* b, float* d, size_t n) {
   size_t i = 0;
-  for (; i + D::N <= n; i += D::N) D::storeu(d + i, D::sel(D::load_bool(c + i, D::N), D::loadu(a + i), D::loadu(b + i)));
+  for (; i + D::N <= n; i += D::N) {
+    D::storeu(d + i, D::sel(D::load_bool(c + i, D::N), D::loadu(a + i), D::loadu(b + i)));
+  }
   if (i < n) {
     const size_t m = n - i;
     D::store_n(d + i, D::sel(D::load_bool(c + i, m), D::load_n(a + i, m), D::load_n(b + i, m)), m);

@@ -18,8 +18,8 @@
 #include <bit>
 #include <cmath>
 #include <complex>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -286,8 +286,8 @@ inline cpu::TileFn copy_tile(size_t itemsize) {
   }
 }
 
-// float32 through the vector math: Op::kVec of the exact ops (abs, negative, square, maximum, minimum,
-// comparisons), whose vector forms give the scalar code's bits.
+// float32 through the vector math: Op::kTileF32 of the exact ops (abs, negative, square, maximum, minimum,
+// the comparisons), whose vector forms give the scalar code's bits.
 template <cpu::VUnary F>
 void vunary_tile(const void* const* in, void* out, size_t n) {
   cpu::vunary(F, static_cast<const float*>(in[0]), static_cast<float*>(out), n);

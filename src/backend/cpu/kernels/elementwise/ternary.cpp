@@ -103,7 +103,6 @@ void select_cpu(const Node&, const std::vector<array>& in, std::vector<array>& o
   }
 }
 
-// The tile function, for a bool condition (a loaded graph's other conditions go through the kernel).
 // 4-byte values through the vector select (cpu/vmath.h: bit copies).
 void select_tile4(const void* const* in, void* out, size_t n) {
   cpu::vselect(static_cast<const bool*>(in[0]), static_cast<const float*>(in[1]), static_cast<const float*>(in[2]),
@@ -116,6 +115,7 @@ void select_tile(const void* const* in, void* out, size_t n) {
                          static_cast<const T*>(in[2]), static_cast<int64_t>(n));
 }
 
+// The tile function, for a bool condition (a loaded graph's other conditions go through the kernel).
 cpu::TileFn select_tile_for(const Node& node, const std::vector<Dtype>& in) {
   const Dtype t = node.specs[0].dtype;
   if (in[0] != bool_ || in[1] != t || in[2] != t) return nullptr;

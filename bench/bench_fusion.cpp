@@ -1,6 +1,7 @@
 // Element-wise fusion (src/core/fusion.*, src/backend/cpu/fusion.*): the bench suite's ewise_chain
-// (bench/compare_child.py) with fusion on and off, and a chain of cheap ops over tile sizes, which
-// shows the cost of one kernel call per tile (the difference between tile sizes at equal work).
+// (bench/compare_child.py) unfused, fused through the members' kernels and fused through their tile
+// functions, and a chain of cheap ops over tile sizes both ways, which shows the cost of one call per tile
+// (the difference between tile sizes at equal work).
 //   ./build/bench/bench_fusion --benchmark_filter=Chain
 #include <benchmark/benchmark.h>
 
@@ -43,27 +44,31 @@ mx::array ewise_chain(const mx::array& x, const mx::array& y) {
   return mx::subtract(mx::multiply(o, a), b);
 }
 
-// range(0): fused (1) or not (0); range(1): elements.
+// range(0): 0 unfused, 1 fused through the kernels (KILN_FUSION_TILES=0), 2 fused through tile functions;
+// range(1): elements.
 void BM_FusionEwiseChain(benchmark::State& st) {
-  const bool fused = st.range(0) != 0;
+  const int mode = static_cast<int>(st.range(0));
   const int n = static_cast<int>(st.range(1));
   mx::array x = normal(n, 1), y = normal(n, 2);
   mx::eval({x, y});
-  kiln::detail::fusion::set_enabled(fused);
+  kiln::detail::fusion::set_enabled(mode != 0);
+  kiln::cpu::set_tile_functions(mode == 2);
   for (auto _ : st) {
     mx::array r = ewise_chain(x, y);
     r.eval();
     benchmark::DoNotOptimize(r.data<float>());
   }
+  kiln::cpu::set_tile_functions(true);
   kiln::detail::fusion::set_enabled(true);
   st.SetItemsProcessed(int64_t(st.iterations()) * n);
 }
 BENCHMARK(BM_FusionEwiseChain)
-    ->ArgsProduct({{0, 1}, {1 << 20, 1 << 24}})
-    ->ArgNames({"fused", "n"})
+    ->ArgsProduct({{0, 1, 2}, {1 << 20, 1 << 24}})
+    ->ArgNames({"mode", "n"})
     ->Unit(benchmark::kMillisecond);
 
-// 30 cheap binary ops (add, multiply) on 4M floats, fused, per tile size (range(0); 0: unfused).
+// 30 cheap binary ops (add, multiply) on 4M floats, fused, per tile size (range(0); 0: unfused), through the
+// kernels (range(1) 0) or through tile functions (1).
 void BM_FusionCheapChainTile(benchmark::State& st) {
   const size_t tile = static_cast<size_t>(st.range(0));
   const int n = 1 << 22;
@@ -71,19 +76,21 @@ void BM_FusionCheapChainTile(benchmark::State& st) {
   mx::eval({x, y});
   kiln::detail::fusion::set_enabled(tile != 0);
   kiln::cpu::set_tile_elements(tile);
+  kiln::cpu::set_tile_functions(st.range(1) != 0);
   for (auto _ : st) {
     mx::array a = x;
     for (int k = 0; k < 30; ++k) a = (k % 2) ? mx::add(a, y) : mx::multiply(a, y);
     a.eval();
     benchmark::DoNotOptimize(a.data<float>());
   }
+  kiln::cpu::set_tile_functions(true);
   kiln::cpu::set_tile_elements(0);
   kiln::detail::fusion::set_enabled(true);
   st.SetItemsProcessed(int64_t(st.iterations()) * n * 30);
 }
 BENCHMARK(BM_FusionCheapChainTile)
-    ->Arg(0)->Arg(1024)->Arg(2048)->Arg(4096)->Arg(8192)->Arg(16384)->Arg(32768)
-    ->ArgName("tile")
+    ->ArgsProduct({{0, 256, 1024, 4096, 16384}, {0, 1}})
+    ->ArgNames({"tile", "fns"})
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

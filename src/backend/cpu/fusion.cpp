@@ -259,7 +259,9 @@ class TileRunner {
 // Groups whose members all have tile functions.
 
 // Elements per tile: the group's few live values (slots) of 1024 float32 elements take 4 KiB each, so
-// they and the tiles of its inputs stay in the core's L1 data cache.
+// they and the tiles of its inputs stay in the core's L1 data cache. 30 adds and multiplies on 4M floats
+// (bench/bench_fusion.cpp BM_FusionCheapChainTile) took 10.1 / 6.7 / 9.5 / 11.2 ms with tiles of 256 / 1024
+// / 4096 / 16384 elements on 2 threads, against 9.1 ms at the kernels' best (16384).
 constexpr size_t kFnTile = 1024;
 // A thread's share of the tiles starts at this many elements, as the cheap kernels' grain does.
 constexpr size_t kFnGrainElements = size_t(1) << 15;

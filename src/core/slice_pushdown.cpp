@@ -18,7 +18,8 @@ namespace {
 std::atomic<uint64_t> g_moves{0};
 
 struct Defs {
-  const PrimitiveDef *slice, *rms_norm, *layer_norm, *matmul, *qmm, *flatten, *unflatten;
+  const PrimitiveDef *slice, *rms_norm, *layer_norm, *matmul, *qmm, *flatten, *unflatten, *transpose, *reshape,
+      *softmax, *rope, *add;
   bool ok;
 };
 
@@ -26,8 +27,10 @@ const Defs& defs() {
   static const Defs d = [] {
     Defs r{registry::find("Slice"),  registry::find("RMSNorm"),         registry::find("LayerNorm"),
            registry::find("Matmul"), registry::find("QuantizedMatmul"), registry::find("Flatten"),
-           registry::find("Unflatten"), false};
-    r.ok = r.slice && r.rms_norm && r.layer_norm && r.matmul && r.qmm && r.flatten && r.unflatten;
+           registry::find("Unflatten"), registry::find("Transpose"), registry::find("Reshape"),
+           registry::find("Softmax"), registry::find("RoPE"), registry::find("Add"), false};
+    r.ok = r.slice && r.rms_norm && r.layer_norm && r.matmul && r.qmm && r.flatten && r.unflatten && r.transpose &&
+           r.reshape && r.softmax && r.rope && r.add;
     return r;
   }();
   return d;
@@ -226,6 +229,67 @@ class Pass {
     return replace(s, p, st, std::move(ins), made);
   }
 
+  // Through Transpose (each cut axis lands where the permutation took it from) and Reshape (where the cut
+  // axes and every axis before them keep their extents, so the kept elements are those axes' ranges).
+  bool move_view(Node& s, Node& p, const Range& r, const std::vector<int>& axes,
+                 std::vector<std::shared_ptr<Node>>& made) {
+    const array& in = p.inputs[0];
+    const Shape& is = in.shape();
+    const Shape& full = p.specs[0].shape;
+    const int ind = static_cast<int>(is.size());
+    Range ir{Shape(is.size(), 0), is, Shape(is.size(), 1)};
+    State st = p.state;
+    for (int ax : axes) {
+      int to = ax;
+      if (p.def == defs().transpose) {
+        const auto& perm = p.state.ints(0);
+        if (perm.size() != full.size()) return false;
+        to = perm[static_cast<size_t>(ax)] < 0 ? perm[static_cast<size_t>(ax)] + ind : perm[static_cast<size_t>(ax)];
+        if (to < 0 || to >= ind) return false;
+      } else {
+        if (ax >= ind) return false;
+        for (int k = 0; k <= ax; ++k) {
+          if (is[k] != full[k]) return false;
+        }
+      }
+      ir.start[to] = r.start[ax];
+      ir.stop[to] = r.stop[ax];
+      ir.strides[to] = r.strides[ax];
+    }
+    if (p.def == defs().reshape) st = State{std::vector<int32_t>(s.specs[0].shape.begin(), s.specs[0].shape.end())};
+    std::vector<array> ins = {slice_range(in, ir, s.stream, made)};
+    return replace(s, p, st, std::move(ins), made);
+  }
+
+  // Through RoPE: positions run along axis -2 from the offset input, so a cut there (step 1) starts the
+  // sliced rows at offset + start; a per-batch offset is sliced with the batch axis.
+  bool move_rope(Node& s, Node& p, const Range& r, const std::vector<int>& axes,
+                 std::vector<std::shared_ptr<Node>>& made) {
+    const Defs& D = defs();
+    const int rank = static_cast<int>(p.specs[0].shape.size());
+    if (p.inputs.size() < 2 || p.inputs[0].ndim() != static_cast<size_t>(rank)) return false;
+    array offset = p.inputs[1];
+    for (int ax : axes) {
+      if (ax == rank - 1) return false;  // the rotated axis
+      if (ax == rank - 2 && (r.strides[ax] != 1 || r.start[ax] < 0)) return false;
+      if (ax == 0 && offset.size() > 1) {
+        if (offset.ndim() != 1) return false;
+        Range orr{Shape{r.start[0]}, Shape{r.stop[0]}, Shape{r.strides[0]}};
+        offset = slice_range(offset, orr, s.stream, made);
+      }
+    }
+    const int32_t first = r.start[static_cast<size_t>(rank - 2)];
+    if (std::find(axes.begin(), axes.end(), rank - 2) != axes.end() && first != 0) {
+      const array step = offset.dtype() == uint32 ? array(static_cast<uint32_t>(first)) : array(first);
+      offset = make_array(*D.add, {}, {offset, step}, {{offset.shape(), offset.dtype()}}, s.stream);
+      made.push_back(offset.node());
+      made_.insert(offset.node().get());
+    }
+    std::vector<array> ins = {slice_of(p.inputs[0], r, axes, p.specs[0].shape, rank, s.stream, made), offset};
+    for (size_t i = 2; i < p.inputs.size(); ++i) ins.push_back(p.inputs[i]);
+    return replace(s, p, p.state, std::move(ins), made);
+  }
+
   // Moves slice s through its producer; the new slices go to `made`.
   bool move(Node& s, std::vector<std::shared_ptr<Node>>& made) {
     const Defs& D = defs();
@@ -242,10 +306,17 @@ class Pass {
     if ((p->def == D.flatten || p->def == D.unflatten) && p->inputs.size() == 1) {
       return move_reshape(s, *p, r, axes, made);
     }
+    if ((p->def == D.transpose || p->def == D.reshape) && p->inputs.size() == 1) {
+      return move_view(s, *p, r, axes, made);
+    }
+    if (p->def == D.rope) return move_rope(s, *p, r, axes, made);
     // Which inputs are sliced (the others are kept whole).
     std::vector<bool> sliced(p->inputs.size(), false);
     if ((p->def->flags & kElementwise) && p->outputs.size() == 1) {
       sliced.assign(p->inputs.size(), true);
+    } else if (p->def == D.softmax) {
+      if (cuts(static_cast<int>(rank) - 1) || p->inputs.size() != 1) return false;  // it normalizes the last axis
+      sliced[0] = true;
     } else if (p->def == D.rms_norm || p->def == D.layer_norm) {
       if (cuts(static_cast<int>(rank) - 1) || p->inputs.empty() || p->inputs[0].ndim() != rank) return false;
       for (size_t i = 1; i < p->inputs.size(); ++i) {

@@ -5,9 +5,10 @@
 // The case it is for: a prompt's prefill that returns the logits of its last position (what generation
 // needs: mlx-lm's `model.lm_head(h[:, -1:, :])`, or `model(x)[:, -1, :]`). The last layer's final norm,
 // residual sums and MLP (three products of the hidden size by the intermediate size) run for every position
-// of the prompt although one is read. Moved up, the slice stops at the attention (which mixes positions),
-// so the MLP runs for one row: ~10% of the 4-bit llama prefill's arithmetic. llama.cpp skips the same rows
-// (it gathers the output positions after the last layer's attention).
+// of the prompt although one is read. Moved up, the slice takes the MLP, the attention's output product
+// and, through the attention's softmax and RoPE, its query row and query product down to one row: ~11%
+// of the 4-bit llama prefill's arithmetic. It stops at what every position needs (the keys and values,
+// the norm they read). llama.cpp skips the rows after the last layer's attention.
 //
 // The operations a slice moves through, and which inputs it slices:
 //   element-wise rows (kElementwise, one output): every input along the sliced axes where it has the
@@ -18,7 +19,12 @@
 //   QuantizedMatmul, when the last axis is not sliced and x has the output's rank: x;
 //   Flatten and Unflatten (how a product of a 3-D by a 2-D array folds its rows, in MLX and kiln), when
 //     the kept part of the merged axes is one range of the merged axis (the cut is on the only merged
-//     axis longer than 1, or on the first axis after merged axes of extent 1 with whole axes after it).
+//     axis longer than 1, or on the first axis after merged axes of extent 1 with whole axes after it);
+//   Transpose (each cut axis where the permutation took it from) and Reshape (when the cut axes and every
+//     axis before them keep their extents);
+//   Softmax, when the last axis is not sliced;
+//   RoPE, when the rotated (last) axis is not sliced: positions run along axis -2 from its offset input, so
+//     a cut there (step 1) adds its start to the offset; a per-batch offset is sliced with the batch axis.
 // Equal slices of one array made by the pass are one node, so an array read by several moved slices (the
 // residual stream, a gate read by its sigmoid and its product) is still read once and the move goes on.
 // The producer must be read by the Slice alone: not an output of the evaluation, not held by the caller,

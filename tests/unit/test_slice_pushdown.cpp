@@ -79,6 +79,35 @@ TEST(SlicePushdown, LastPositionThroughNormResidualAndMlp) {
   expect_close(got, vals(want), 1e-6, 1e-6, "the layer on the last row");
 }
 
+// The last layer's attention as mlx-lm's fallback writes it: the heads split (Reshape, Transpose), RoPE at an
+// offset, scores against every key, a causal mask from aranges, Softmax, the values, the heads merged, the
+// output product, the residual. Cut to the last position, only its query row is computed: the slice moves
+// through the residual, the output product, the merge, the values' product, Softmax, the mask's Select,
+// the scores' scale and product, RoPE (whose offset then starts at the row kept), the split and the query
+// product. The keys and values (read by every row) stay whole.
+TEST(SlicePushdown, AttentionQueryRowsThroughRopeAndSoftmax) {
+  const int L = 12, H = 4, Dh = 16, D = H * Dh;
+  mx::array x = rand_array({1, L, D}, mx::float32, 20);
+  mx::array wq = rand_array({D, D}, mx::float32, 21, -0.3f, 0.3f), wk = rand_array({D, D}, mx::float32, 22);
+  mx::array wv = rand_array({D, D}, mx::float32, 23, -0.3f, 0.3f), wo = rand_array({D, D}, mx::float32, 24);
+  auto heads = [&](const mx::array& t) { return mx::transpose(mx::reshape(t, {1, L, H, Dh}), {0, 2, 1, 3}); };
+  for (int rows : {1, 3}) {
+    auto build = [&] {
+      mx::array q = mx::fast::rope(heads(mx::matmul(x, wq)), Dh, false, 10000.0f, 1.0f, 5);
+      mx::array k = mx::fast::rope(heads(mx::matmul(x, wk)), Dh, false, 10000.0f, 1.0f, 5);
+      mx::array v = heads(mx::matmul(x, wv));
+      mx::array scores = mx::multiply(mx::matmul(q, mx::transpose(k, {0, 1, 3, 2})), mx::array(0.25f));
+      mx::array mask = mx::greater_equal(mx::reshape(mx::arange(0.0, L, mx::int32), {L, 1}),
+                                         mx::reshape(mx::arange(0.0, L, mx::int32), {1, L}));
+      mx::array p = mx::softmax(mx::where(mask, scores, mx::array(-1e9f)), -1);
+      mx::array o = mx::reshape(mx::transpose(mx::matmul(p, v), {0, 2, 1, 3}), {1, L, D});
+      mx::array h = mx::add(x, mx::matmul(o, wo));
+      return std::vector<mx::array>{mx::slice(h, {0, L - rows, 0}, {1, L, D})};
+    };
+    EXPECT_GE(run_both(build, 1e-5), 14u) << rows << " rows";
+  }
+}
+
 // A quantized product with a broadcast bias, sliced on a batch axis and with a step along the rows.
 TEST(SlicePushdown, QuantizedProductAndBroadcastOperand) {
   mx::array x = rand_array({3, 10, 128}, mx::float32, 7);

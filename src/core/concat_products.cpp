@@ -32,13 +32,8 @@ const Defs& defs() {
 }
 
 using graph_rewrite::producer;
+using graph_rewrite::read_once;
 
-// Whether the single output of n is read once (by the chain's next node) and is not being evaluated.
-bool read_once(const Node* n, const std::unordered_set<uintptr_t>& outputs) {
-  long holders = 0;
-  uintptr_t id = 0;
-  return n->specs.size() == 1 && graph_rewrite::output_holders(n, outputs, holders, id) && holders == 1;
-}
 
 int norm_axis(int a, int nd) { return a < 0 ? a + nd : a; }
 

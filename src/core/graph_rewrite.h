@@ -1,6 +1,6 @@
-// Helpers the evaluator's graph rewrite passes share (core/row_patterns.h, core/concat_products.h): which
-// node still computes an array, and how many arrays hold a node's output (a node may leave the order only
-// when nothing outside the rewrite reads it).
+// Helpers the evaluator's graph rewrite passes share (core/row_patterns.h, core/concat_products.h,
+// core/slice_pushdown.h): which node still computes an array, and how many arrays hold a node's output (a
+// node may leave the order only when nothing outside the rewrite reads it).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +33,14 @@ inline bool output_holders(const Node* n, const std::unordered_set<uintptr_t>& o
   if (!d) return false;
   id = reinterpret_cast<uintptr_t>(d.get());
   return !outputs.count(id);
+}
+
+// Whether n's single output is held by one array only (the reader a pass is rewriting) and is not being
+// evaluated: then n may leave the order once that reader no longer reads it.
+inline bool read_once(const Node* n, const std::unordered_set<uintptr_t>& outputs) {
+  long holders = 0;
+  uintptr_t id = 0;
+  return n->specs.size() == 1 && output_holders(n, outputs, holders, id) && holders == 1;
 }
 
 }  // namespace kiln::detail::graph_rewrite

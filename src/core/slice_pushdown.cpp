@@ -41,6 +41,14 @@ using graph_rewrite::producer;
 // A Slice's start, stop and strides.
 struct Range {
   Shape start, stop, strides;
+  // Every element of an array of this shape.
+  static Range whole(const Shape& shape) { return {Shape(shape.size(), 0), shape, Shape(shape.size(), 1)}; }
+  // Axis `to` takes r's range of axis `from`.
+  void take(int to, const Range& r, int from) {
+    start[to] = r.start[from];
+    stop[to] = r.stop[from];
+    strides[to] = r.strides[from];
+  }
   bool operator<(const Range& o) const {
     return std::tie(start, stop, strides) < std::tie(o.start, o.stop, o.strides);
   }
@@ -120,27 +128,18 @@ class Pass {
     next.push_back(n);
   }
 
-  // Whether the single output of n is read by one array (the slice's input) and is not being evaluated.
-  bool read_once(const Node* n) const {
-    long holders = 0;
-    uintptr_t id = 0;
-    return n->specs.size() == 1 && graph_rewrite::output_holders(n, out_ids_, holders, id) && holders == 1;
-  }
-
   // `a` sliced by r on the given axes of the output (out_rank axes, a aligned to the right), whole along
   // axes where a has extent 1; one node per array and range.
   array slice_of(const array& a, const Range& r, const std::vector<int>& axes, const Shape& full, size_t out_rank,
                  const Stream& stream, std::vector<std::shared_ptr<Node>>& made) {
     const int k = static_cast<int>(a.ndim()), off = static_cast<int>(out_rank) - k;
-    Range ar{Shape(a.shape().size(), 0), a.shape(), Shape(a.shape().size(), 1)};
+    Range ar = Range::whole(a.shape());
     bool any = false;
     for (int ax : axes) {
       const int j = ax - off;
       if (j < 0 || a.shape()[j] == 1) continue;
       if (a.shape()[j] != full[ax]) throw std::invalid_argument("extent");  // not row-wise here
-      ar.start[j] = r.start[ax];
-      ar.stop[j] = r.stop[ax];
-      ar.strides[j] = r.strides[ax];
+      ar.take(j, r, ax);
       any = true;
     }
     if (!any) return a;
@@ -169,12 +168,8 @@ class Pass {
     const array& in = p.inputs[0];
     const Shape& is = in.shape();
     const Shape& out = s.specs[0].shape;
-    Range ir{Shape(is.size(), 0), is, Shape(is.size(), 1)};
-    auto copy_axis = [&](int from, int to) {
-      ir.start[to] = r.start[from];
-      ir.stop[to] = r.stop[from];
-      ir.strides[to] = r.strides[from];
-    };
+    Range ir = Range::whole(is);
+    auto copy_axis = [&](int from, int to) { ir.take(to, r, from); };
     State st = p.state;
     if (p.def == defs().flatten) {
       const int a0 = p.state.i(0), a1 = p.state.i(1);
@@ -237,7 +232,7 @@ class Pass {
     const Shape& is = in.shape();
     const Shape& full = p.specs[0].shape;
     const int ind = static_cast<int>(is.size());
-    Range ir{Shape(is.size(), 0), is, Shape(is.size(), 1)};
+    Range ir = Range::whole(is);
     State st = p.state;
     for (int ax : axes) {
       int to = ax;
@@ -252,9 +247,7 @@ class Pass {
           if (is[k] != full[k]) return false;
         }
       }
-      ir.start[to] = r.start[ax];
-      ir.stop[to] = r.stop[ax];
-      ir.strides[to] = r.strides[ax];
+      ir.take(to, r, ax);
     }
     if (p.def == defs().reshape) st = State{std::vector<int32_t>(s.specs[0].shape.begin(), s.specs[0].shape.end())};
     std::vector<array> ins = {slice_range(in, ir, s.stream, made)};
@@ -297,7 +290,7 @@ class Pass {
     Range r;
     if (!range_of(s, r)) return false;
     Node* p = producer(s.inputs[0]);
-    if (!p || p->specs.size() != 1 || dropped_.count(p) || !read_once(p)) return false;
+    if (!p || p->specs.size() != 1 || dropped_.count(p) || !graph_rewrite::read_once(p, out_ids_)) return false;
     const Shape& full = p->specs[0].shape;
     const size_t rank = full.size();
     const std::vector<int> axes = cut_axes(r, full);

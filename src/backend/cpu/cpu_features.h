@@ -88,6 +88,20 @@ inline Isa isa_override() {
   return forced;
 }
 
+// AVX512_VNNI (vpdpbusd; CPUID leaf 7, ECX bit 11), on top of the avx512 level. Kernels that use it check
+// isa_level() >= Isa::avx512 as well, so KILN_CPU_ISA=avx2 turns them off too.
+inline bool has_avx512_vnni() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool vnni = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return isa_detected() >= Isa::avx512 && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11)) != 0;
+  }();
+  return vnni;
+#else
+  return false;
+#endif
+}
+
 // The level dispatched kernels use: the CPU's, lowered by KILN_CPU_ISA.
 inline Isa isa_level() {
   const Isa d = isa_detected(), o = isa_override();

@@ -186,7 +186,7 @@ void with_unpacker(Kind kind, int bits, int gs, F&& f) {
 }  // namespace
 
 const Ops& avx2_ops() {
-  static const Ops ops{true, layout_impl, gemv_t_entry, gemv_n_entry, dequant_entry};
+  static const Ops ops{true, layout_impl, gemv_t_entry, gemv_n_entry, dequant_entry, nullptr, nullptr};
   return ops;
 }
 

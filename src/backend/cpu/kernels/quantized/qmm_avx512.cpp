@@ -225,10 +225,185 @@ void with_unpacker(Kind kind, int bits, int gs, F&& f) {
 
 #include "backend/cpu/kernels/quantized/qmm_simd_body.h"
 
+// ---- The integer decode kernel (qmm_simd.h says what it computes) ----
+
+#define KQ_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma")))
+#define KQ_VNNI_INLINE __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma"), always_inline)) inline
+
+// Σ over a lane's 8 codes of code · x_int, the codes given as two 64-byte vectors (lo: the low nibbles,
+// meeting the even elements; hi: the high ones), the planes of one pair of blocks at xq (384 bytes).
+KQ_VNNI_INLINE __m512i dot_planes(__m512i lo, __m512i hi, const int8_t* xq) {
+  __m512i a = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512(xq));
+  a = _mm512_dpbusd_epi32(a, hi, _mm512_loadu_si512(xq + 64));
+  a = _mm512_slli_epi32(a, 8);
+  a = _mm512_dpbusd_epi32(a, lo, _mm512_loadu_si512(xq + 128));
+  a = _mm512_dpbusd_epi32(a, hi, _mm512_loadu_si512(xq + 192));
+  a = _mm512_slli_epi32(a, 8);
+  a = _mm512_dpbusd_epi32(a, lo, _mm512_loadu_si512(xq + 256));
+  return _mm512_dpbusd_epi32(a, hi, _mm512_loadu_si512(xq + 320));
+}
+
+// The three balanced byte digits of 16 integers (|v| ≤ 127·(2^16 + 2^8 + 1)), stored as bytes at d2, d2 + 128
+// and d2 + 256 (the planes' places).
+KQ_VNNI_INLINE void store_digits(__m512i v, int8_t* d2) {
+  const __m512i d0 = _mm512_srai_epi32(_mm512_slli_epi32(v, 24), 24);
+  const __m512i t = _mm512_srai_epi32(_mm512_sub_epi32(v, d0), 8);
+  const __m512i d1 = _mm512_srai_epi32(_mm512_slli_epi32(t, 24), 24);
+  const __m512i top = _mm512_srai_epi32(_mm512_sub_epi32(t, d1), 8);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(d2), _mm512_cvtepi32_epi8(top));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(d2 + 128), _mm512_cvtepi32_epi8(d1));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(d2 + 256), _mm512_cvtepi32_epi8(d0));
+}
+
+// The lanes idx picks from (a, b), times `up`, rounded to the nearest integers.
+KQ_VNNI_INLINE __m512i scaled_int(__m512 a, __m512 b, __m512i idx, __m512 up) {
+  return _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_permutex2var_ps(a, idx, b), up),
+                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+KQ_VNNI bool prepare_x_i8_impl(const float* x, int64_t K, int gs, const XInt8& out) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  const __m512i mag = _mm512_set1_epi32(0x7fffffff);
+  const int64_t nb = K / 64;
+  const int bpg = gs / 64;
+  float gacc = 0.0f;
+  for (int64_t blk = 0; blk < nb; ++blk) {
+    const float* xb = x + blk * 64;
+    const __m512 v0 = _mm512_loadu_ps(xb), v1 = _mm512_loadu_ps(xb + 16), v2 = _mm512_loadu_ps(xb + 32),
+                 v3 = _mm512_loadu_ps(xb + 48);
+    // The largest magnitude's bits: non-negative floats order as integers, and inf / NaN lie above every
+    // finite value.
+    const __m512i m = _mm512_max_epi32(
+        _mm512_max_epi32(_mm512_and_si512(_mm512_castps_si512(v0), mag), _mm512_and_si512(_mm512_castps_si512(v1), mag)),
+        _mm512_max_epi32(_mm512_and_si512(_mm512_castps_si512(v2), mag), _mm512_and_si512(_mm512_castps_si512(v3), mag)));
+    const int32_t mb = _mm512_reduce_max_epi32(m);
+    int e = 0;  // the block's largest magnitude lies in [2^(e−1), 2^e)
+    if (mb != 0) {
+      const int biased = mb >> 23;
+      if (biased < 27 || biased > 227) return false;  // inf, NaN, or outside [2^−100, 2^101)
+      e = biased - 126;
+      // Scaled by 2^(23−e) the largest magnitude lies in [2^22, 2^23); three balanced digits hold up to
+      // 127·(2^16 + 2^8 + 1) = 8355711, so the few above that take the next exponent.
+      float mx;
+      std::memcpy(&mx, &mb, 4);
+      if (std::ldexp(mx, 23 - e) > 8355711.0f) ++e;
+    }
+    const __m512 up = _mm512_castsi512_ps(_mm512_set1_epi32((150 - e) << 23));  // 2^(23−e)
+    const float down = std::ldexp(1.0f, e - 23);
+    int8_t* q = out.q + (blk / 2) * 384 + (blk % 2) * 32;
+    store_digits(scaled_int(v0, v1, even, up), q);           // elements 0, 2, …, 30
+    store_digits(scaled_int(v2, v3, even, up), q + 16);      // 32, …, 62
+    store_digits(scaled_int(v0, v1, odd, up), q + 64);       // 1, …, 31
+    store_digits(scaled_int(v2, v3, odd, up), q + 64 + 16);  // 33, …, 63
+    _mm256_storeu_ps(out.f + (blk / 2) * 16 + (blk % 2) * 8, _mm256_set1_ps(down));
+    gacc += _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(v0, v1), _mm512_add_ps(v2, v3)));
+    if ((blk + 1) % bpg == 0) {
+      out.gsum[blk / bpg] = gacc;
+      gacc = 0.0f;
+    }
+  }
+  // −8·Σ x_int per lane: the kernel's own dot product with every code 8.
+  const __m512i eights = _mm512_set1_epi8(8);
+  for (int64_t j = 0; j < nb / 2; ++j) {
+    _mm512_storeu_si512(out.c + j * 16, _mm512_sub_epi32(_mm512_setzero_si512(), dot_planes(eights, eights, out.q + j * 384)));
+  }
+  return true;
+}
+
+// MR rows of x against NR weight rows. G64: groups of 64 (a pair of blocks spans two groups); otherwise
+// each pair lies in one group.
+template <int MR, int NR, bool G64>
+KQ_VNNI void tile_i8(const Gemv& a, int64_t r0, int m0) {
+  const int64_t np = a.K / 128, ng = a.K / a.gs, lanes = a.K / 8;
+  const int ppg = a.gs / 128;  // pairs per group where !G64
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  const __m512i two = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  const uint8_t* wr[NR];
+  const float* sr[NR];
+  KQ_UNROLL
+  for (int r = 0; r < NR; ++r) {
+    wr[r] = a.w + (r0 + r) * a.row_bytes;
+    sr[r] = a.s + (r0 + r) * a.s_stride;
+  }
+  const int8_t* xq = a.xq + m0 * 3 * a.K;
+  const int32_t* xc = a.xc + m0 * lanes;
+  const float* xf = a.xf + m0 * lanes;
+  constexpr int64_t kAhead = 4;
+  __m512 acc[MR][NR];
+  KQ_UNROLL
+  for (int m = 0; m < MR; ++m)
+    KQ_UNROLL
+    for (int r = 0; r < NR; ++r) acc[m][r] = _mm512_setzero_ps();
+  for (int64_t j = 0; j < np; ++j) {
+    KQ_UNROLL
+    for (int r = 0; r < NR; ++r) {
+      prefetch_codes(wr[r], NR * a.row_bytes, kAhead, j * 64);  // as tile_t
+      if ((j & 7) == 0) prefetch(sr[r], (kAhead * NR * a.s_stride + 2 * j) * 4);
+      const __m512i v = _mm512_loadu_si512(wr[r] + j * 64);
+      const __m512i lo = _mm512_and_si512(v, low4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+      __m512 sv;
+      if constexpr (G64) {
+        sv = _mm512_permutexvar_ps(two, _mm512_castpd_ps(_mm512_castpd128_pd512(
+                                            _mm_load_sd(reinterpret_cast<const double*>(sr[r] + 2 * j)))));
+      } else {
+        sv = _mm512_set1_ps(sr[r][j / ppg]);
+      }
+      KQ_UNROLL
+      for (int m = 0; m < MR; ++m) {
+        const __m512i d = _mm512_add_epi32(dot_planes(lo, hi, xq + m * 3 * a.K + j * 384),
+                                           _mm512_loadu_si512(xc + m * lanes + j * 16));
+        acc[m][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(sv, _mm512_loadu_ps(xf + m * lanes + j * 16)),
+                                    acc[m][r]);
+      }
+    }
+  }
+  // The bias term, Σ_g (b_g + 8·s_g)·xsum_g, 16 groups at a time.
+  KQ_UNROLL
+  for (int r = 0; r < NR; ++r) {
+    const float* br = a.b + (r0 + r) * a.s_stride;
+    KQ_UNROLL
+    for (int m = 0; m < MR; ++m) {
+      const float* xs = a.xsum + (m0 + m) * ng;
+      __m512 t = _mm512_setzero_ps();
+      for (int64_t g = 0; g < ng; g += 16) {
+        const __mmask16 k = ng - g >= 16 ? __mmask16(0xffff) : __mmask16((1u << (ng - g)) - 1u);
+        const __m512 bs = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, sr[r] + g), _mm512_set1_ps(8.0f),
+                                          _mm512_maskz_loadu_ps(k, br + g));
+        t = _mm512_fmadd_ps(bs, _mm512_maskz_loadu_ps(k, xs + g), t);
+      }
+      a.y[(m0 + m) * a.ldy + r0 + r] = _mm512_reduce_add_ps(acc[m][r]) + _mm512_reduce_add_ps(t);
+    }
+  }
+}
+
+template <int MR, bool G64>
+KQ_VNNI void rows_i8(const Gemv& a, int m0) {
+  constexpr int NR = MR == 1 ? 4 : 2;
+  int64_t r = 0;
+  for (; r + NR <= a.n; r += NR) tile_i8<MR, NR, G64>(a, r, m0);
+  for (; r < a.n; ++r) tile_i8<MR, 1, G64>(a, r, m0);
+}
+
+template <bool G64>
+KQ_VNNI void gemv_t_i8_rows(const Gemv& a) {
+  int m0 = 0;
+  for (; m0 + 2 <= a.M; m0 += 2) rows_i8<2, G64>(a, m0);
+  if (m0 < a.M) rows_i8<1, G64>(a, m0);
+}
+
+KQ_VNNI void gemv_t_i8_impl(const Gemv& a) {
+  if (a.gs == 64) {
+    gemv_t_i8_rows<true>(a);
+  } else {
+    gemv_t_i8_rows<false>(a);
+  }
+}
+
 }  // namespace
 
 const Ops& avx512_ops() {
-  static const Ops ops{false, layout_impl, gemv_t_entry, gemv_n_entry, dequant_entry};
+  static const Ops ops{false, layout_impl, gemv_t_entry, gemv_n_entry, dequant_entry, prepare_x_i8_impl, gemv_t_i8_impl};
   return ops;
 }
 

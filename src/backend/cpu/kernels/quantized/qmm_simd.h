@@ -38,9 +38,41 @@ struct Gemv {
   int M;
   float* y;
   int64_t ldy;
-  // Affine gemv_t only, where Ops::group_sums: per row m of x and group g, the sum of x over the group,
-  // at xsum[m · K / gs + g] (the row of x a.x points at is row 0).
+  // Affine gemv_t only, where Ops::group_sums, and gemv_t_i8: per row m of x and group g, the sum of x
+  // over the group, at xsum[m · K / gs + g] (the row of x a.x points at is row 0).
   const float* xsum;
+  // gemv_t_i8 only: x as prepare_x_i8 wrote it, row 0 at these pointers; rows 3·K bytes (xq) and K / 8
+  // lanes (xc, xf) apart. x itself (a.x) is not read.
+  const int8_t* xq;
+  const int32_t* xc;
+  const float* xf;
+};
+
+// The integer decode kernel (AVX-512 VNNI; affine 4-bit codes, groups a multiple of 64, K a multiple of
+// 128), float32-accurate:
+//  - Each block of 64 elements of x becomes 24-bit integers at the block's own power-of-two scale 2^(e−23)
+//    (e: the exponent of the block's largest magnitude, plus one if that one would not fit), split into
+//    three signed byte planes (x_int = d2·2^16 + d1·2^8 + d0, each digit in [−128, 127]). Each element is
+//    off by at most half a unit of 2^(e−23), 2^−23 of the block's largest magnitude: twice float32's own
+//    rounding of that element.
+//  - vpdpbusd multiplies the raw codes (0..15) with the planes exactly in 32-bit lanes, the planes
+//    combined by shifts (Horner). With the precomputed −8·Σ x_int per lane (xc) added, a lane holds
+//    Σ (q − 8)·x_int over its 8 codes exactly; it is converted once and scaled by s·2^(e−23) (xf holds the
+//    2^(e−23) per lane) into a float32 accumulator.
+//  - The bias term is Σ_g (b_g + 8·s_g)·(Σ_{k∈g} x_k), the group sums of x in float (xsum).
+// Against float64, its error on llama-shaped inputs (Gaussian, heavy-tailed and outlier activations) is
+// below pip MLX's own float32 kernel's, max and rms (test_qmm_kernels' Int8Planes tests; README).
+// Per pair j of 64-element blocks of a row of x: xq + 384·j holds the planes d2, d1, d0, each as the 64
+// bytes that meet the codes' low nibbles (elements 0, 2, …, 62 of block 2j, then of block 2j + 1) and the 64
+// that meet the high nibbles (the odd elements); xc + 16·j and xf + 16·j hold one lane per 8 elements
+// (lanes 0-7 block 2j, 8-15 block 2j + 1).
+// Returns false, having written part of the buffers, where x has inf or NaN or a block's largest magnitude
+// lies outside [2^−100, 2^101) (the float kernels serve those calls). gsum gets the K / gs group sums.
+struct XInt8 {
+  int8_t* q;
+  int32_t* c;
+  float* f;
+  float* gsum;
 };
 
 // The kernels of one instruction set.
@@ -56,7 +88,16 @@ struct Ops {
   // natural order.
   void (*dequant)(const uint8_t* p, const float* s, const float* b, int64_t ngroups, int gs, int bits, Kind kind,
                   float* dst);
+  // The integer decode kernel and its preparation of one row of x (above); null where the instruction set
+  // has none. The caller checks cpu::has_avx512_vnni() and the shape (int8_fits).
+  bool (*prepare_x_i8)(const float* x, int64_t K, int gs, const XInt8& out);
+  void (*gemv_t_i8)(const Gemv& a);
 };
+
+// Whether the integer decode kernel serves (kind, bits, gs, K).
+inline bool int8_fits(Kind kind, int bits, int gs, int64_t K) {
+  return kind == Kind::Affine && bits == 4 && (gs == 64 || gs % 128 == 0) && K % 128 == 0 && K % gs == 0;
+}
 
 // Lane orders shared by the unpackers.
 inline void perm_natural(uint8_t* p, int n) {

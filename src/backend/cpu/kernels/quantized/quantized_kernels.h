@@ -127,6 +127,10 @@ enum class QmmIsa : int { Scalar = 0, Avx2 = 1, Avx512 = 2, Amx = 3 };
 QmmIsa qmm_best_isa();
 QmmIsa qmm_isa();
 void set_qmm_isa(std::optional<QmmIsa> isa);  // nullopt: back to KILN_CPU_ISA / the CPU's best
+// The integer decode kernel for 4-bit affine x · Wᵀ (qmm_simd.h): whether this CPU has it (AVX512_VNNI, at
+// the avx512 level or above), and a switch for tests (nullopt: back to KILN_QMM_INT8, on unless "0").
+bool qmm_int8_available();
+void set_qmm_int8(std::optional<bool> on);
 
 // The QuantizedMatmul and GatherQMM kernels (quantized_matmul.cpp; added by register_cpu_quantized()).
 void add_qmm_kernels(detail::KernelTable& table);

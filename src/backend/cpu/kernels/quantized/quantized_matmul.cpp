@@ -52,11 +52,34 @@ QmmIsa qmm_isa() {
 void set_qmm_isa(std::optional<QmmIsa> isa) { g_isa_override.store(isa ? static_cast<int>(*isa) : -1); }
 
 namespace {
+std::atomic<int> g_int8_override{-1};
+}  // namespace
+
+void set_qmm_int8(std::optional<bool> on) { g_int8_override.store(on ? static_cast<int>(*on) : -1); }
+bool qmm_int8_available() { return cpu::has_avx512_vnni() && cpu::isa_level() >= cpu::Isa::avx512; }
+
+namespace {
 
 // Rows of x up to which the register kernels run (above: dequantized panels and cpu::gemm). They
 // unpack each weight block once per 4 rows of x, so their cost grows with M; measured on this machine
 // (BM_QuantizedMatmul/2816/1024/M) they are ahead of dequantize + GEMM up to about 16 rows.
 constexpr int64_t kDecodeRows = 16;
+// Rows of x up to which the integer decode kernel (qmm_simd.h) runs where it serves. It does the work of
+// the float kernels in about 60% of the instructions for one row of x; with more rows the float kernels
+// share each unpacked weight among more rows and catch up.
+constexpr int64_t kInt8Rows = 2;
+
+// Whether the integer decode kernel may run: set_qmm_int8, else KILN_QMM_INT8 (0 turns it off), on CPUs
+// with AVX512_VNNI at the avx512 level or above.
+bool qmm_int8_enabled() {
+  static const bool env = [] {
+    const char* v = std::getenv("KILN_QMM_INT8");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  const int o = g_int8_override.load(std::memory_order_relaxed);
+  return (o >= 0 ? o != 0 : env) && qmm_int8_available();
+}
+
 // x · Wᵀ products of up to this many rows dequantize into the packed GEMM's panels (fast_qmm).
 constexpr int64_t kFusedDequantMaxRows = 256;
 
@@ -149,9 +172,27 @@ void fast_qmm(const FastCall& c, QuantizationMode mode, const std::vector<std::p
     // The transposed product reads x permuted to the kernels' lane order: done once per call.
     // Affine kernels that work per group (Ops::group_sums) also take the sum of x over each group.
     std::vector<float> xp, xsum;
-    const bool gsums = tr && affine && c.ops->group_sums;
     const int64_t ng = K / c.gs;
-    if (tr) {
+    // The integer kernel (qmm_simd.h) where it serves: x in byte planes, prepared once per call; x with
+    // inf, NaN or extreme blocks falls back to the float kernels.
+    std::vector<int8_t> xq;
+    std::vector<int32_t> xc;
+    std::vector<float> xf;
+    bool i8 = tr && M <= kInt8Rows && c.ops->gemv_t_i8 != nullptr && qmm_int8_enabled() &&
+              simd::int8_fits(c.kind, c.bits, c.gs, K);
+    if (i8) {
+      xq.resize(static_cast<size_t>(c.x_rows * 3 * K));
+      xc.resize(static_cast<size_t>(c.x_rows * K / 8));
+      xf.resize(xc.size());
+      xsum.resize(static_cast<size_t>(c.x_rows * ng));
+      for (int64_t r = 0; r < c.x_rows && i8; ++r) {
+        const simd::XInt8 out{xq.data() + r * 3 * K, xc.data() + r * K / 8, xf.data() + r * K / 8,
+                              xsum.data() + r * ng};
+        i8 = c.ops->prepare_x_i8(c.X + r * K, K, c.gs, out);
+      }
+    }
+    const bool gsums = !i8 && tr && affine && c.ops->group_sums;
+    if (tr && !i8) {
       uint8_t perm[64];
       const int blk = c.ops->layout(c.kind, c.bits, c.gs, perm);
       xp.resize(static_cast<size_t>(c.x_rows * K));
@@ -171,14 +212,14 @@ void fast_qmm(const FastCall& c, QuantizationMode mode, const std::vector<std::p
         }
       }
     }
-    const float* xs = tr ? xp.data() : c.X;
+    const float* xs = tr && !i8 ? xp.data() : c.X;
     // Task units: 16 weight rows (transposed) or 128 columns (plain) of the output, about 32 KiB of
     // packed weights per grain.
     const int64_t U = tr ? 16 : 128;
     const int64_t units = (N + U - 1) / U;
     const int64_t unit_bytes = tr ? U * c.row_bytes : K * U * c.bits / 8;
     const size_t grain = static_cast<size_t>(std::max<int64_t>(1, 32768 / unit_bytes));
-    void (*kernel)(const simd::Gemv&) = tr ? c.ops->gemv_t : c.ops->gemv_n;
+    void (*kernel)(const simd::Gemv&) = i8 ? c.ops->gemv_t_i8 : tr ? c.ops->gemv_t : c.ops->gemv_n;
     cpu::parallel_for(jobs.size() * static_cast<size_t>(units), grain, [&](size_t t0, size_t t1) {
       std::vector<float> sbuf, bbuf, ybuf(kF32 ? 0 : static_cast<size_t>(M * U));
       for (size_t t = t0; t < t1; ++t) {
@@ -201,7 +242,12 @@ void fast_qmm(const FastCall& c, QuantizationMode mode, const std::vector<std::p
         a.bits = c.bits;
         a.kind = c.kind;
         a.x = xs + jobs[job].first * M * K;
-        a.xsum = gsums ? xsum.data() + jobs[job].first * M * ng : nullptr;
+        a.xsum = gsums || i8 ? xsum.data() + jobs[job].first * M * ng : nullptr;
+        if (i8) {
+          a.xq = xq.data() + jobs[job].first * M * 3 * K;
+          a.xc = xc.data() + jobs[job].first * M * K / 8;
+          a.xf = xf.data() + jobs[job].first * M * K / 8;
+        }
         a.ldx = K;
         a.M = static_cast<int>(M);
         T* om = o + job * M * N + n0;

@@ -559,3 +559,253 @@ TEST(QmmKernelsAccuracy, AmxPlanesAsAccurateAsDequantizing) {
     }
   }
 }
+
+// ---- The integer decode kernel (AVX-512 VNNI: qmm_simd.h, qmm_avx512.cpp) ----
+
+namespace {
+
+// Restores the integer kernel's default when a test ends.
+struct Int8Guard {
+  ~Int8Guard() {
+    mx::quant::set_qmm_int8(std::nullopt);
+    mx::quant::set_qmm_isa(std::nullopt);
+  }
+};
+
+bool int8_here() { return mx::quant::qmm_int8_available() && mx::quant::qmm_best_isa() >= QmmIsa::Avx512; }
+
+// x · Wᵀ at the avx512 level with the integer kernel on or off; `ran` tells whether it ran.
+std::vector<double> qmm_t(const mx::array& x, const Quantized& qw, const QSpec& q, bool int8, bool* ran = nullptr) {
+  mx::quant::set_qmm_isa(QmmIsa::Avx512);
+  mx::quant::set_qmm_int8(int8);
+  const int64_t before = mx::quant::qmm_int8_calls();
+  auto y = vals(mx::quantized_matmul(x, qw.wq, qw.s, qw.b, true, q.gs, q.bits, q.mode));
+  if (ran != nullptr) *ran = mx::quant::qmm_int8_calls() > before;
+  return y;
+}
+
+}  // namespace
+
+// Every group size, length and row count it serves, float dtypes of x and of the scales, against float64
+// within the float32 accumulation bound; and the shapes it does not serve (K not a multiple of 128,
+// groups of 32, 3 or more rows, other widths) run the float kernels.
+TEST(QmmKernelsInt8, ServesItsShapesWithinTheFloat32Bound) {
+  if (!int8_here()) GTEST_SKIP() << "no AVX512_VNNI here (or KILN_CPU_ISA is below avx512)";
+  Int8Guard guard;
+  int ran_count = 0;
+  struct Case {
+    int gs, bits;
+    int64_t N, K;
+    int M;
+    mx::Dtype dt;
+    bool serves;
+  };
+  const Case cases[] = {
+      {64, 4, 37, 128, 1, mx::float32, true},      {64, 4, 130, 1024, 1, mx::float32, true},
+      {64, 4, 96, 2816, 2, mx::float32, true},     {128, 4, 33, 2816, 1, mx::float32, true},
+      {128, 4, 9, 1024, 2, mx::float32, true},     {64, 4, 70, 384, 1, mx::float16, true},
+      {64, 4, 70, 384, 2, mx::bfloat16, true},     {64, 4, 1, 256, 1, mx::float32, true},
+      {64, 4, 37, 192, 1, mx::float32, false},     {32, 4, 37, 256, 1, mx::float32, false},
+      {64, 4, 37, 256, 3, mx::float32, false},     {64, 8, 37, 256, 1, mx::float32, false},
+      {64, 3, 37, 256, 1, mx::float32, false},
+  };
+  for (const Case& c : cases) {
+    const QSpec q{"affine", c.gs, c.bits};
+    SCOPED_TRACE(spec_name(q) + " N=" + std::to_string(c.N) + " K=" + std::to_string(c.K) + " M=" +
+                 std::to_string(c.M) + " dtype=" + mx::dtype_name(c.dt));
+    Quantized qw = make_quantized(q, {int(c.N), int(c.K)}, c.dt, 900u + static_cast<uint32_t>(c.N));
+    auto x = rand_array({c.M, int(c.K)}, c.dt, 901u + static_cast<uint32_t>(c.K));
+    std::vector<double> ref, mag;
+    reference(vals(x), qw.W.data(), c.M, c.N, c.K, true, ref, mag);
+    bool ran = false;
+    const auto y = qmm_t(x, qw, q, true, &ran);
+    EXPECT_EQ(ran, c.serves);
+    EXPECT_EQ(compare(y, ref, mag, c.K, c.dt), 0);
+    ran_count += ran ? 1 : 0;
+  }
+  EXPECT_EQ(ran_count, 8);
+}
+
+// GatherQMM (a mixture of experts' decode) runs it per expert with x rows picked by index.
+TEST(QmmKernelsInt8, GatherQmmPerExpert) {
+  if (!int8_here()) GTEST_SKIP() << "no AVX512_VNNI here (or KILN_CPU_ISA is below avx512)";
+  Int8Guard guard;
+  const QSpec q{"affine", 64, 4};
+  const int E = 4, N = 48, K = 512;
+  Quantized qw = make_quantized(q, {E, N, K}, mx::float32, 911u);
+  auto x = rand_array({3, 1, K}, mx::float32, 912u);
+  const mx::array rhs_idx(std::vector<uint32_t>{2, 0, 3}, mx::Shape{3});
+  const std::vector<double> xv = vals(x);
+  auto run = [&](bool int8, bool* ran) {
+    mx::quant::set_qmm_isa(QmmIsa::Avx512);
+    mx::quant::set_qmm_int8(int8);
+    const int64_t before = mx::quant::qmm_int8_calls();
+    auto y = vals(mx::gather_qmm(x, qw.wq, qw.s, qw.b, std::nullopt, rhs_idx, true, q.gs, q.bits, q.mode));
+    *ran = mx::quant::qmm_int8_calls() > before;
+    return y;
+  };
+  bool ran = false;
+  const auto y = run(true, &ran);
+  EXPECT_TRUE(ran);
+  const uint32_t experts[] = {2, 0, 3};
+  for (int b = 0; b < 3; ++b) {
+    std::vector<double> ref, mag, xb(xv.begin() + b * K, xv.begin() + (b + 1) * K);
+    reference(xb, qw.W.data() + static_cast<size_t>(experts[b]) * N * K, 1, N, K, true, ref, mag);
+    const std::vector<double> got(y.begin() + b * N, y.begin() + (b + 1) * N);
+    EXPECT_EQ(compare(got, ref, mag, K, mx::float32), 0) << "batch " << b;
+  }
+}
+
+// x it cannot represent goes to the float kernels, whose result comes back element for element: inf,
+// NaN, and a block whose largest magnitude lies below 2^−100 or at 2^101 and above. A block of zeros
+// and the exponents just inside the range run the integer kernel.
+TEST(QmmKernelsInt8, DeclinesWhatItCannotRepresent) {
+  if (!int8_here()) GTEST_SKIP() << "no AVX512_VNNI here (or KILN_CPU_ISA is below avx512)";
+  Int8Guard guard;
+  const QSpec q{"affine", 64, 4};
+  const int N = 40, K = 256;
+  Quantized qw = make_quantized(q, {N, K}, mx::float32, 921u);
+  const std::vector<double> base = vals(rand_array({1, K}, mx::float32, 922u));
+  struct Poke {
+    float scale_block1;  // block 1 (elements 64..127) multiplied by this
+    float at70;          // element 70 set to this unless NaN-marked 0
+    bool serves;
+  };
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const Poke pokes[] = {
+      {1.0f, inf, false}, {1.0f, -inf, false}, {1.0f, nan, false}, {0x1p-103f, 0.0f, false},
+      {0x1p101f, 0.0f, false}, {0x1p-97f, 0.0f, true}, {0x1p98f, 0.0f, true}, {0.0f, 0.0f, true},
+  };
+  for (const Poke& p : pokes) {
+    std::vector<float> xv(base.begin(), base.end());
+    for (int k = 64; k < 128; ++k) xv[k] *= p.scale_block1;
+    if (p.at70 != 0.0f || std::isnan(p.at70)) xv[70] = p.at70;
+    const mx::array x(xv, mx::Shape{1, K});
+    SCOPED_TRACE("block 1 times " + std::to_string(p.scale_block1) + ", x[70] = " + std::to_string(xv[70]));
+    bool ran = false;
+    const auto y = qmm_t(x, qw, q, true, &ran);
+    EXPECT_EQ(ran, p.serves);
+    const auto f = qmm_t(x, qw, q, false);
+    if (!p.serves) {
+      for (size_t i = 0; i < y.size(); ++i) {
+        if (std::isnan(f[i])) {
+          EXPECT_TRUE(std::isnan(y[i])) << i;
+        } else {
+          EXPECT_EQ(y[i], f[i]) << i;
+        }
+      }
+    } else {
+      std::vector<double> ref, mag, xd(xv.begin(), xv.end());
+      reference(xd, qw.W.data(), 1, N, K, true, ref, mag);
+      EXPECT_EQ(compare(y, ref, mag, K, mx::float32), 0);
+    }
+  }
+}
+
+// The digits at their limits: blocks whose largest magnitude scales to just under and just over the
+// largest three-digit value (127·(2^16 + 2^8 + 1)), of both signs, every element near it, with codes of
+// 0 and 15, so a wrong top digit shows as an error of the size of the result.
+TEST(QmmKernelsInt8, DigitLimits) {
+  if (!int8_here()) GTEST_SKIP() << "no AVX512_VNNI here (or KILN_CPU_ISA is below avx512)";
+  Int8Guard guard;
+  const QSpec q{"affine", 64, 4};
+  const int N = 24, K = 512;
+  // Weights of ±1 (codes 0 and 15 of a group from −1 to 1) and a few between.
+  std::vector<float> w(static_cast<size_t>(N * K));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = (i * 7919) % 5 == 0 ? 0.25f : ((i * 104729) % 3 == 0 ? -1.0f : 1.0f);
+  for (int n = 0; n < N; ++n) {
+    for (int g = 0; g < K / 64; ++g) {
+      w[static_cast<size_t>(n * K + g * 64)] = -1.0f;
+      w[static_cast<size_t>(n * K + g * 64 + 1)] = 1.0f;
+    }
+  }
+  const mx::array wa(w, mx::Shape{N, K});
+  auto r = mx::quantize(wa, q.gs, q.bits, q.mode);
+  for (auto& a : r) a.eval();
+  Quantized qw{r[0], r[1], r[2], {}};
+  {
+    const auto sv = vals(r[1]), bv = vals(r[2]);
+    const auto* bytes = static_cast<const uint8_t*>(r[0].raw_data());
+    qw.W.resize(w.size());
+    for (int n = 0; n < N; ++n) {
+      for (int k = 0; k < K; ++k) {
+        const uint32_t code = (bytes[(n * K + k) / 2] >> (4 * (k % 2))) & 15u;
+        const int g = n * (K / 64) + k / 64;
+        qw.W[static_cast<size_t>(n * K + k)] = sv[g] * code + bv[g];
+      }
+    }
+  }
+  const int64_t limit = 127 * (65536 + 256 + 1);
+  const float tops[] = {static_cast<float>(limit) / 0x1p22f,       static_cast<float>(limit + 1) / 0x1p22f,
+                        static_cast<float>(limit - 1) / 0x1p22f,   std::nextafter(2.0f, 0.0f),
+                        1.0f,                                      static_cast<float>(limit + 64) / 0x1p22f};
+  for (float top : tops) {
+    for (float sign : {1.0f, -1.0f}) {
+      std::vector<float> xv(K);
+      for (int k = 0; k < K; ++k) {
+        // Every element within a few units of the top, alternating signs in some blocks.
+        const float v = top - static_cast<float>(k % 5) * 0x1p-22f;
+        xv[k] = (k / 64) % 2 == 0 ? sign * v : (k % 2 == 0 ? v : -v);
+      }
+      const mx::array x(xv, mx::Shape{1, K});
+      SCOPED_TRACE("top " + std::to_string(top) + " sign " + std::to_string(sign));
+      bool ran = false;
+      const auto y = qmm_t(x, qw, q, true, &ran);
+      EXPECT_TRUE(ran);
+      std::vector<double> ref, mag, xd(xv.begin(), xv.end());
+      reference(xd, qw.W.data(), 1, N, K, true, ref, mag);
+      EXPECT_EQ(compare(y, ref, mag, K, mx::float32), 0);
+    }
+  }
+}
+
+// Accuracy against float64, on activations shaped like a decoder's: Gaussian, heavy-tailed (a product of
+// Gaussians times a log-normal), one sign, a SiLU-gated product, and one outlier 1000 times the rest in
+// every block. The root mean square and the largest of |y − ref| over the outputs stay at most those of
+// dequantizing first (the portable path: MLX's way on its CPU).
+TEST(QmmKernelsAccuracy, Int8PlanesAsAccurateAsDequantizing) {
+  if (!int8_here()) GTEST_SKIP() << "no AVX512_VNNI here (or KILN_CPU_ISA is below avx512)";
+  Int8Guard guard;
+  const QSpec q{"affine", 64, 4};
+  const int N = 256;
+  for (int K : {1024, 2816}) {
+    Quantized qw = make_quantized(q, {N, K}, mx::float32, 931u + static_cast<uint32_t>(K));
+    const std::vector<double> g1 = vals(mx::random::normal({K}, mx::float32, 0.0f, 1.0f, mx::random::key(1))),
+                              g2 = vals(mx::random::normal({K}, mx::float32, 0.0f, 1.0f, mx::random::key(2))),
+                              g3 = vals(mx::random::normal({K}, mx::float32, 0.0f, 1.0f, mx::random::key(3)));
+    for (int dist = 0; dist < 5; ++dist) {
+      std::vector<float> xv(static_cast<size_t>(K));
+      for (int k = 0; k < K; ++k) {
+        const double a = g1[k], b = g2[k], c = g3[k];
+        double v = a;
+        if (dist == 1) v = a * b * std::exp(c);
+        if (dist == 2) v = std::abs(a);
+        if (dist == 3) v = a / (1.0 + std::exp(-a)) * b;
+        if (dist == 4) v = k % 64 == 5 ? 1000.0 * a : a;
+        xv[k] = static_cast<float>(v);
+      }
+      const mx::array x(xv, mx::Shape{1, K});
+      std::vector<double> ref, mag, xd(xv.begin(), xv.end());
+      reference(xd, qw.W.data(), 1, N, K, true, ref, mag);
+      auto errors = [&](const std::vector<double>& y) {
+        double s = 0, m = 0;
+        for (int n = 0; n < N; ++n) {
+          const double e = std::abs(y[n] - ref[n]);
+          s += e * e;
+          m = std::max(m, e);
+        }
+        return std::pair<double, double>(std::sqrt(s / N), m);
+      };
+      bool ran = false;
+      const auto [rms8, max8] = errors(qmm_t(x, qw, q, true, &ran));
+      EXPECT_TRUE(ran);
+      mx::quant::set_qmm_isa(QmmIsa::Scalar);
+      const auto [rmsp, maxp] = errors(vals(mx::quantized_matmul(x, qw.wq, qw.s, qw.b, true, q.gs, q.bits, q.mode)));
+      const auto [rmsf, maxf] = errors(qmm_t(x, qw, q, false));
+      std::printf("[accuracy] int8 K=%d x kind %d: rms %.3g max %.3g (portable %.3g / %.3g, float kernel %.3g / %.3g)\n",
+                  K, dist, rms8, max8, rmsp, maxp, rmsf, maxf);
+      EXPECT_LE(rms8, rmsp) << "K=" << K << " x kind " << dist;
+      EXPECT_LE(max8, maxp) << "K=" << K << " x kind " << dist;
+    }
+  }
+}

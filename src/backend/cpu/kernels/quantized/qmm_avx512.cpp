@@ -255,49 +255,65 @@ KQ_VNNI_INLINE void store_digits(__m512i v, int8_t* d2) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(d2 + 256), _mm512_cvtepi32_epi8(d0));
 }
 
-// The lanes idx picks from (a, b), times `up`, rounded to the nearest integers.
-KQ_VNNI_INLINE __m512i scaled_int(__m512 a, __m512 b, __m512i idx, __m512 up) {
-  return _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_permutex2var_ps(a, idx, b), up),
-                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+// The largest magnitude's bits of each run of 8 lanes, in every lane of the run (non-negative floats order
+// as integers, and inf / NaN lie above every finite value).
+KQ_VNNI_INLINE __m512i max8_bits(__m512 v) {
+  __m512i m = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff));
+  m = _mm512_max_epi32(m, _mm512_shuffle_i32x4(m, m, _MM_SHUFFLE(2, 3, 0, 1)));
+  m = _mm512_max_epi32(m, _mm512_shuffle_epi32(m, _MM_PERM_BADC));
+  return _mm512_max_epi32(m, _mm512_shuffle_epi32(m, _MM_PERM_CDAB));
+}
+
+// 16 elements of x as integers at the scale of their run of 8: x · 2^(23−e), rounded, where the run's
+// largest magnitude lies in [2^(e−1), 2^e) (e one more where it would scale above 127·(2^16 + 2^8 + 1) =
+// 8355711, the most three balanced digits hold). `down` gets 2^(e−23) per lane. False where a run is
+// neither zero nor within [2^−100, 2^101) (inf and NaN included).
+KQ_VNNI_INLINE bool scale_runs(__m512 v, __m512i& xi, __m512& down) {
+  const __m512i m = max8_bits(v);
+  const __m512i biased = _mm512_srli_epi32(m, 23);
+  const __mmask16 nonzero = _mm512_test_epi32_mask(m, m);
+  const __mmask16 bad = _mm512_mask_cmplt_epi32_mask(nonzero, biased, _mm512_set1_epi32(27)) |
+                        _mm512_mask_cmpgt_epi32_mask(nonzero, biased, _mm512_set1_epi32(227));
+  if (bad != 0) return false;
+  // e = biased − 126 (0 for runs of zeros); up = 2^(23−e), exponent field 150 − e.
+  __m512i e = _mm512_maskz_sub_epi32(nonzero, biased, _mm512_set1_epi32(126));
+  __m512 up = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_sub_epi32(_mm512_set1_epi32(150), e), 23));
+  const __mmask16 over = _mm512_cmp_ps_mask(_mm512_mul_ps(_mm512_castsi512_ps(m), up), _mm512_set1_ps(8355711.0f),
+                                            _CMP_GT_OQ);
+  e = _mm512_mask_add_epi32(e, over, e, _mm512_set1_epi32(1));
+  up = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_sub_epi32(_mm512_set1_epi32(150), e), 23));
+  down = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_set1_epi32(104), e), 23));
+  xi = _mm512_cvt_roundps_epi32(_mm512_mul_ps(v, up), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return true;
 }
 
 KQ_VNNI bool prepare_x_i8_impl(const float* x, int64_t K, int gs, const XInt8& out) {
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-  const __m512i mag = _mm512_set1_epi32(0x7fffffff);
+  // Lanes 0 and 8 of two vectors: the scales of four runs.
+  const __m512i firsts = _mm512_setr_epi32(0, 8, 16, 24, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
   const int64_t nb = K / 64;
   const int bpg = gs / 64;
   float gacc = 0.0f;
   for (int64_t blk = 0; blk < nb; ++blk) {
     const float* xb = x + blk * 64;
-    const __m512 v0 = _mm512_loadu_ps(xb), v1 = _mm512_loadu_ps(xb + 16), v2 = _mm512_loadu_ps(xb + 32),
-                 v3 = _mm512_loadu_ps(xb + 48);
-    // The largest magnitude's bits: non-negative floats order as integers, and inf / NaN lie above every
-    // finite value.
-    const __m512i m = _mm512_max_epi32(
-        _mm512_max_epi32(_mm512_and_si512(_mm512_castps_si512(v0), mag), _mm512_and_si512(_mm512_castps_si512(v1), mag)),
-        _mm512_max_epi32(_mm512_and_si512(_mm512_castps_si512(v2), mag), _mm512_and_si512(_mm512_castps_si512(v3), mag)));
-    const int32_t mb = _mm512_reduce_max_epi32(m);
-    int e = 0;  // the block's largest magnitude lies in [2^(e−1), 2^e)
-    if (mb != 0) {
-      const int biased = mb >> 23;
-      if (biased < 27 || biased > 227) return false;  // inf, NaN, or outside [2^−100, 2^101)
-      e = biased - 126;
-      // Scaled by 2^(23−e) the largest magnitude lies in [2^22, 2^23); three balanced digits hold up to
-      // 127·(2^16 + 2^8 + 1) = 8355711, so the few above that take the next exponent.
-      float mx;
-      std::memcpy(&mx, &mb, 4);
-      if (std::ldexp(mx, 23 - e) > 8355711.0f) ++e;
+    __m512 v[4], d[4];
+    __m512i xi[4];
+    for (int i = 0; i < 4; ++i) {
+      v[i] = _mm512_loadu_ps(xb + 16 * i);
+      if (!scale_runs(v[i], xi[i], d[i])) return false;
     }
-    const __m512 up = _mm512_castsi512_ps(_mm512_set1_epi32((150 - e) << 23));  // 2^(23−e)
-    const float down = std::ldexp(1.0f, e - 23);
     int8_t* q = out.q + (blk / 2) * 384 + (blk % 2) * 32;
-    store_digits(scaled_int(v0, v1, even, up), q);           // elements 0, 2, …, 30
-    store_digits(scaled_int(v2, v3, even, up), q + 16);      // 32, …, 62
-    store_digits(scaled_int(v0, v1, odd, up), q + 64);       // 1, …, 31
-    store_digits(scaled_int(v2, v3, odd, up), q + 64 + 16);  // 33, …, 63
-    _mm256_storeu_ps(out.f + (blk / 2) * 16 + (blk % 2) * 8, _mm256_set1_ps(down));
-    gacc += _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(v0, v1), _mm512_add_ps(v2, v3)));
+    store_digits(_mm512_permutex2var_epi32(xi[0], even, xi[1]), q);           // elements 0, 2, …, 30
+    store_digits(_mm512_permutex2var_epi32(xi[2], even, xi[3]), q + 16);      // 32, …, 62
+    store_digits(_mm512_permutex2var_epi32(xi[0], odd, xi[1]), q + 64);       // 1, …, 31
+    store_digits(_mm512_permutex2var_epi32(xi[2], odd, xi[3]), q + 64 + 16);  // 33, …, 63
+    // Kernel lane l of the block covers elements 8l .. 8l + 7: one run each.
+    const __m512 f01 = _mm512_permutex2var_ps(d[0], firsts, d[1]), f23 = _mm512_permutex2var_ps(d[2], firsts, d[3]);
+    float* f = out.f + (blk / 2) * 16 + (blk % 2) * 8;
+    _mm_storeu_ps(f, _mm512_castps512_ps128(f01));
+    _mm_storeu_ps(f + 4, _mm512_castps512_ps128(f23));
+    gacc += _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(v[0], v[1]), _mm512_add_ps(v[2], v[3])));
     if ((blk + 1) % bpg == 0) {
       out.gsum[blk / bpg] = gacc;
       gacc = 0.0f;

@@ -50,24 +50,26 @@ struct Gemv {
 
 // The integer decode kernel (AVX-512 VNNI; affine 4-bit codes, groups a multiple of 64, K a multiple of
 // 128), float32-accurate:
-//  - Each block of 64 elements of x becomes 24-bit integers at the block's own power-of-two scale 2^(e−23)
-//    (e: the exponent of the block's largest magnitude, plus one if that one would not fit), split into
-//    three signed byte planes (x_int = d2·2^16 + d1·2^8 + d0, each digit in [−128, 127]). Each element is
-//    off by at most half a unit of 2^(e−23), 2^−23 of the block's largest magnitude: twice float32's own
-//    rounding of that element.
+//  - Each run of 8 elements of x becomes 24-bit integers at the run's own power-of-two scale 2^(e−23) (e:
+//    the exponent of the run's largest magnitude, plus one if that one would not fit), split into three
+//    signed byte planes (x_int = d2·2^16 + d1·2^8 + d0, each digit in [−128, 127]). Each element is off by
+//    at most half a unit of 2^(e−23), 2^−23 of its run's largest magnitude. (A scale per 64 elements was
+//    less accurate than dequantizing first on heavy-tailed x; per 8 costs the kernel nothing, as each of
+//    its 32-bit lanes sums one run.)
 //  - vpdpbusd multiplies the raw codes (0..15) with the planes exactly in 32-bit lanes, the planes
 //    combined by shifts (Horner). With the precomputed −8·Σ x_int per lane (xc) added, a lane holds
 //    Σ (q − 8)·x_int over its 8 codes exactly; it is converted once and scaled by s·2^(e−23) (xf holds the
 //    2^(e−23) per lane) into a float32 accumulator.
 //  - The bias term is Σ_g (b_g + 8·s_g)·(Σ_{k∈g} x_k), the group sums of x in float (xsum).
-// Against float64, its error on llama-shaped inputs (Gaussian, heavy-tailed and outlier activations) is
-// below pip MLX's own float32 kernel's, max and rms (test_qmm_kernels' Int8Planes tests; README).
+// Against float64, on decoder-like activations (Gaussian, heavy-tailed, one-signed, gated, with outliers)
+// its error is at most that of dequantizing first, rms and max (test_qmm_kernels'
+// Int8PlanesAsAccurateAsDequantizing), and below pip MLX's own (bench/qmm_accuracy.py).
 // Per pair j of 64-element blocks of a row of x: xq + 384·j holds the planes d2, d1, d0, each as the 64
 // bytes that meet the codes' low nibbles (elements 0, 2, …, 62 of block 2j, then of block 2j + 1) and the 64
 // that meet the high nibbles (the odd elements); xc + 16·j and xf + 16·j hold one lane per 8 elements
-// (lanes 0-7 block 2j, 8-15 block 2j + 1).
-// Returns false, having written part of the buffers, where x has inf or NaN or a block's largest magnitude
-// lies outside [2^−100, 2^101) (the float kernels serve those calls). gsum gets the K / gs group sums.
+// (lanes 0-7 block 2j, 8-15 block 2j + 1; lane l of a block sums its elements 8l .. 8l + 7).
+// Returns false, having written part of the buffers, where x has inf or NaN or a run's largest magnitude
+// is neither 0 nor within [2^−100, 2^101) (the float kernels serve those calls). gsum gets the K / gs group sums.
 struct XInt8 {
   int8_t* q;
   int32_t* c;

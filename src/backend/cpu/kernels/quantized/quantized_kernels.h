@@ -131,6 +131,8 @@ void set_qmm_isa(std::optional<QmmIsa> isa);  // nullopt: back to KILN_CPU_ISA /
 // the avx512 level or above), and a switch for tests (nullopt: back to KILN_QMM_INT8, on unless "0").
 bool qmm_int8_available();
 void set_qmm_int8(std::optional<bool> on);
+// How many products the integer decode kernel has run in this process (for tests).
+int64_t qmm_int8_calls();
 
 // The QuantizedMatmul and GatherQMM kernels (quantized_matmul.cpp; added by register_cpu_quantized()).
 void add_qmm_kernels(detail::KernelTable& table);

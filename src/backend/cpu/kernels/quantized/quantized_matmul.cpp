@@ -53,9 +53,11 @@ void set_qmm_isa(std::optional<QmmIsa> isa) { g_isa_override.store(isa ? static_
 
 namespace {
 std::atomic<int> g_int8_override{-1};
+std::atomic<int64_t> g_int8_calls{0};
 }  // namespace
 
 void set_qmm_int8(std::optional<bool> on) { g_int8_override.store(on ? static_cast<int>(*on) : -1); }
+int64_t qmm_int8_calls() { return g_int8_calls.load(std::memory_order_relaxed); }
 bool qmm_int8_available() { return cpu::has_avx512_vnni() && cpu::isa_level() >= cpu::Isa::avx512; }
 
 namespace {
@@ -191,6 +193,7 @@ void fast_qmm(const FastCall& c, QuantizationMode mode, const std::vector<std::p
         i8 = c.ops->prepare_x_i8(c.X + r * K, K, c.gs, out);
       }
     }
+    if (i8) g_int8_calls.fetch_add(1, std::memory_order_relaxed);
     const bool gsums = !i8 && tr && affine && c.ops->group_sums;
     if (tr && !i8) {
       uint8_t perm[64];

@@ -809,3 +809,33 @@ TEST(QmmKernelsAccuracy, Int8PlanesAsAccurateAsDequantizing) {
     }
   }
 }
+
+// With the integer kernel on, the AVX-512 float kernels no longer run the shapes it serves; they still
+// must be right there (CPUs without VNNI run them, and KILN_QMM_INT8=0): the same shapes with it off,
+// against float64.
+TEST(QmmKernelsInt8, FloatKernelsOnItsShapesWithItOff) {
+  if (!int8_here()) GTEST_SKIP() << "no AVX512_VNNI here (or KILN_CPU_ISA is below avx512)";
+  Int8Guard guard;
+  int checked = 0;
+  for (int gs : {64, 128}) {
+    const QSpec q{"affine", gs, 4};
+    for (int64_t K : {int64_t(256), int64_t(1024)}) {
+      for (mx::Dtype dt : {mx::float32, mx::bfloat16}) {
+        Quantized qw = make_quantized(q, {45, int(K)}, dt, 940u + static_cast<uint32_t>(gs + K));
+        for (int M : {1, 2}) {
+          auto x = rand_array({M, int(K)}, dt, 941u + static_cast<uint32_t>(M));
+          std::vector<double> ref, mag;
+          reference(vals(x), qw.W.data(), M, 45, K, true, ref, mag);
+          SCOPED_TRACE(spec_name(q) + " K=" + std::to_string(K) + " M=" + std::to_string(M) + " dtype=" +
+                       mx::dtype_name(dt));
+          bool ran = true;
+          const auto y = qmm_t(x, qw, q, false, &ran);
+          EXPECT_FALSE(ran);
+          EXPECT_EQ(compare(y, ref, mag, K, dt), 0);
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 16);
+}

@@ -70,3 +70,17 @@ def test_submodules_import_like_mlx():
 
     assert kiln.random is sys.modules["kiln.random"]
     assert kiln.linalg.__name__.endswith("linalg")
+
+
+def test_openblas_thread_timeout_set_before_the_extension_loads_unless_given():
+    # OpenBLAS reads OPENBLAS_THREAD_TIMEOUT once, as it loads with kiln's extension; kiln sets a short
+    # spin (2^20 cycles) unless the user chose one.
+    code = "import os, kiln; print(os.environ.get('OPENBLAS_THREAD_TIMEOUT'))"
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "20"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(env, OPENBLAS_THREAD_TIMEOUT="7"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "7"

@@ -595,7 +595,7 @@ int compare_row(const std::vector<double>& y, const std::vector<float>& xv, cons
 
 // Every group size, length and row count it serves, float dtypes of x and of the scales, against float64
 // within the float32 accumulation bound; and the shapes it does not serve (K not a multiple of 128,
-// groups of 32, 3 or more rows, other widths) run the float kernels.
+// groups of 32, more rows than the decode kernels take, other widths) run the float kernels.
 TEST(QmmKernelsInt8, ServesItsShapesWithinTheFloat32Bound) {
   if (!int8_here()) GTEST_SKIP() << "no AVX512_VNNI here (or KILN_CPU_ISA is below avx512)";
   Int8Guard guard;
@@ -612,8 +612,9 @@ TEST(QmmKernelsInt8, ServesItsShapesWithinTheFloat32Bound) {
       {64, 4, 96, 2816, 2, mx::float32, true},     {128, 4, 33, 2816, 1, mx::float32, true},
       {128, 4, 9, 1024, 2, mx::float32, true},     {64, 4, 70, 384, 1, mx::float16, true},
       {64, 4, 70, 384, 2, mx::bfloat16, true},     {64, 4, 1, 256, 1, mx::float32, true},
+      {64, 4, 37, 256, 5, mx::float32, true},      {128, 4, 21, 512, 16, mx::float32, true},
       {64, 4, 37, 192, 1, mx::float32, false},     {32, 4, 37, 256, 1, mx::float32, false},
-      {64, 4, 37, 256, 3, mx::float32, false},     {64, 8, 37, 256, 1, mx::float32, false},
+      {64, 4, 37, 256, 17, mx::float32, false},    {64, 8, 37, 256, 1, mx::float32, false},
       {64, 3, 37, 256, 1, mx::float32, false},
   };
   for (const Case& c : cases) {
@@ -630,7 +631,7 @@ TEST(QmmKernelsInt8, ServesItsShapesWithinTheFloat32Bound) {
     EXPECT_EQ(compare(y, ref, mag, c.K, c.dt), 0);
     ran_count += ran ? 1 : 0;
   }
-  EXPECT_EQ(ran_count, 8);
+  EXPECT_EQ(ran_count, 10);
 }
 
 // GatherQMM (a mixture of experts' decode) runs it per expert with x rows picked by index.
@@ -825,7 +826,7 @@ TEST(QmmKernelsInt8, FloatKernelsOnItsShapesWithItOff) {
     for (int64_t K : {int64_t(256), int64_t(1024)}) {
       for (mx::Dtype dt : {mx::float32, mx::bfloat16}) {
         Quantized qw = make_quantized(q, {45, int(K)}, dt, 940u + static_cast<uint32_t>(gs + K));
-        for (int M : {1, 2}) {
+        for (int M : {1, 2, 5}) {
           auto x = rand_array({M, int(K)}, dt, 941u + static_cast<uint32_t>(M));
           std::vector<double> ref, mag;
           reference(vals(x), qw.W.data(), M, 45, K, true, ref, mag);
@@ -840,5 +841,5 @@ TEST(QmmKernelsInt8, FloatKernelsOnItsShapesWithItOff) {
       }
     }
   }
-  EXPECT_EQ(checked, 16);
+  EXPECT_EQ(checked, 24);
 }

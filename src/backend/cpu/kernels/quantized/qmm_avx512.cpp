@@ -354,16 +354,18 @@ KQ_VNNI void tile_i8(const Gemv& a, int64_t r0, int m0) {
   for (int64_t j = 0; j < np; ++j) {
     KQ_UNROLL
     for (int r = 0; r < NR; ++r) {
-      prefetch_codes(wr[r], NR * a.row_bytes, kAhead, j * 64);  // as tile_t
-      if ((j & 7) == 0) prefetch(sr[r], (kAhead * NR * a.s_stride + 2 * j) * 4);
+      // As tile_t: the codes, and a line of 16 scales when the pair reaches a new one.
+      const int64_t g = G64 ? 2 * j : j / ppg;  // the pair's (first) group
+      prefetch_codes(wr[r], NR * a.row_bytes, kAhead, j * 64);
+      if (g % 16 == 0 && (G64 || j % ppg == 0)) prefetch(sr[r], (kAhead * NR * a.s_stride + g) * 4);
       const __m512i v = _mm512_loadu_si512(wr[r] + j * 64);
       const __m512i lo = _mm512_and_si512(v, low4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
       __m512 sv;
       if constexpr (G64) {
         sv = _mm512_permutexvar_ps(two, _mm512_castpd_ps(_mm512_castpd128_pd512(
-                                            _mm_load_sd(reinterpret_cast<const double*>(sr[r] + 2 * j)))));
+                                            _mm_load_sd(reinterpret_cast<const double*>(sr[r] + g)))));
       } else {
-        sv = _mm512_set1_ps(sr[r][j / ppg]);
+        sv = _mm512_set1_ps(sr[r][g]);
       }
       KQ_UNROLL
       for (int m = 0; m < MR; ++m) {

@@ -572,7 +572,7 @@ struct Int8Guard {
   }
 };
 
-bool int8_here() { return mx::quant::qmm_int8_available() && mx::quant::qmm_best_isa() >= QmmIsa::Avx512; }
+bool int8_here() { return mx::quant::qmm_int8_available(); }
 
 // x · Wᵀ at the avx512 level with the integer kernel on or off; `ran` tells whether it ran.
 std::vector<double> qmm_t(const mx::array& x, const Quantized& qw, const QSpec& q, bool int8, bool* ran = nullptr) {

@@ -14,6 +14,7 @@
 #include <kiln/kiln.h>
 
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/kernels/elementwise/elementwise_math.h"
 #include "backend/cpu/kernels/fast/row_kernels.h"
 #include "unit/fast_test_util.h"
 #include "unit/test_util.h"
@@ -141,18 +142,18 @@ void check_rows_of(const rows::RowFns& F, const std::string& tag) {
     std::vector<T> y(x.size());
     std::vector<float> scratch(x.size());
     // Softmax: precise (or float) against the exact values; 16-bit without precise against MLX's roundings.
-    f.softmax(x.data(), y.data(), n, true, scratch.data(), false);
+    f.softmax(x.data(), y.data(), n, true, scratch.data(), false, nullptr);
     close(dbl(y), ref_softmax(xd), tol<T>(), 1e-7, what + " softmax precise");
     if constexpr (!std::is_same_v<T, float>) {
-      f.softmax(x.data(), y.data(), n, false, scratch.data(), false);
+      f.softmax(x.data(), y.data(), n, false, scratch.data(), false, nullptr);
       close(dbl(y), ref_softmax_lowp(x), 2 * tol<T>(), 1e-7, what + " softmax");
     }
-    close({f.logsumexp(x.data(), n)}, {ref_lse(xd)}, 2e-6, 2e-6, what + " logsumexp");
+    close({f.logsumexp(x.data(), n, nullptr)}, {ref_lse(xd)}, 2e-6, 2e-6, what + " logsumexp");
     const std::vector<float> w = randu(static_cast<size_t>(n), 3, 0.5f, 1.5f), b = randu(static_cast<size_t>(n), 4);
     std::vector<double> wd(w.begin(), w.end()), bd(b.begin(), b.end());
-    f.rms_norm(x.data(), w.data(), y.data(), n, 1e-5f, false);
+    f.rms_norm(x.data(), w.data(), y.data(), n, 1e-5f, false, nullptr);
     close(dbl(y), ref_rms(xd, wd, 1e-5), 2 * tol<T>(), 1e-6, what + " rms_norm");
-    f.layer_norm(x.data(), w.data(), b.data(), y.data(), n, 1e-5f, false);
+    f.layer_norm(x.data(), w.data(), b.data(), y.data(), n, 1e-5f, false, nullptr);
     close(dbl(y), ref_ln(xd, wd, bd, 1e-5), 2 * tol<T>(), 2 * tol<T>(), what + " layer_norm");
   }
 }
@@ -212,6 +213,32 @@ TEST(RowKernels, NonPositiveExpIsTheSameBits) {
   }
 }
 
+// Both exponentials at their rounding edges (t = x · log2(e) next to a half-integer, and the lower end
+// where MLX's power of two becomes 0): 4096 consecutive floats around each, against the scalar exp_f.
+TEST(RowKernels, ExpAtItsRoundingEdges) {
+  std::vector<float> x;
+  auto around = [&x](float c) {
+    float lo = c, hi = c;
+    for (int k = 0; k < 2048; ++k) lo = std::nextafter(lo, -INFINITY), hi = std::nextafter(hi, INFINITY);
+    for (float v = lo; v <= hi; v = std::nextafter(v, INFINITY)) x.push_back(v);
+  };
+  for (int k = -128; k <= 127; ++k) around(static_cast<float>((k + 0.5) / 1.4426950408889634));
+  for (float c : {-88.0f, 88.0f, -87.68f, -87.3365f, 0.0f}) around(c);
+  std::vector<float> want(x.size());
+  for (size_t i = 0; i < x.size(); ++i) want[i] = kiln::ew::exp_f(x[i]);
+  for (const rows::RowFns* F : builds()) {
+    std::vector<float> y(x.size());
+    F->exp_sum(x.data(), 0.0f, y.data(), static_cast<int64_t>(x.size()));
+    EXPECT_EQ(std::memcmp(y.data(), want.data(), y.size() * 4), 0) << "level " << F->level;
+    std::vector<float> neg, wneg;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (x[i] <= 0.0f) neg.push_back(x[i]), wneg.push_back(want[i]);
+    std::vector<float> yn(neg.size());
+    F->exp_sum_nonpos(neg.data(), 0.0f, yn.data(), static_cast<int64_t>(neg.size()));
+    EXPECT_EQ(std::memcmp(yn.data(), wneg.data(), yn.size() * 4), 0) << "level " << F->level << " nonpositive";
+  }
+}
+
 // Streaming stores (used for outputs larger than the caches) write the same values.
 TEST(RowKernels, StreamedOutputsAreTheSame) {
   for (const rows::RowFns* F : builds()) {
@@ -224,14 +251,16 @@ TEST(RowKernels, StreamedOutputsAreTheSame) {
       std::vector<float> scratch(n);
       const std::vector<float> x = randu(n, 13, -5.0f, 5.0f), w = randu(n, 14), b = randu(n, 15);
       const std::string tag = "level " + std::to_string(F->level) + " n=" + std::to_string(n);
-      F->f32.softmax(x.data(), y1, n, false, nullptr, false);
-      F->f32.softmax(x.data(), y2, n, false, scratch.data(), true);
+      // The second call of each also prefetches a "next row" (w): that moves data, never values.
+      F->f32.softmax(x.data(), y1, n, false, nullptr, false, nullptr);
+      F->f32.softmax(x.data(), y2, n, false, scratch.data(), true, w.data());
       EXPECT_EQ(std::memcmp(y1, y2, n * 4), 0) << tag << " softmax";
-      F->f32.rms_norm(x.data(), w.data(), y1, n, 1e-5f, false);
-      F->f32.rms_norm(x.data(), w.data(), y2, n, 1e-5f, true);
+      F->f32.rms_norm(x.data(), w.data(), y1, n, 1e-5f, false, nullptr);
+      F->f32.rms_norm(x.data(), w.data(), y2, n, 1e-5f, true, w.data());
       EXPECT_EQ(std::memcmp(y1, y2, n * 4), 0) << tag << " rms";
-      F->f32.layer_norm(x.data(), w.data(), b.data(), y1, n, 1e-5f, false);
-      F->f32.layer_norm(x.data(), w.data(), b.data(), y2, n, 1e-5f, true);
+      F->f32.layer_norm(x.data(), w.data(), b.data(), y1, n, 1e-5f, false, nullptr);
+      F->f32.layer_norm(x.data(), w.data(), b.data(), y2, n, 1e-5f, true, w.data());
+      EXPECT_EQ(F->f32.logsumexp(x.data(), n, nullptr), F->f32.logsumexp(x.data(), n, w.data())) << tag << " lse";
       EXPECT_EQ(std::memcmp(y1, y2, n * 4), 0) << tag << " layer";
     }
   }
@@ -243,19 +272,19 @@ TEST(RowKernels, NonFiniteRows) {
     const std::string tag = "level " + std::to_string(F->level);
     std::vector<float> x = randu(37, 5), y(37);
     x[20] = nan;
-    F->f32.softmax(x.data(), y.data(), 37, false, nullptr, false);
+    F->f32.softmax(x.data(), y.data(), 37, false, nullptr, false, nullptr);
     for (float v : y) EXPECT_TRUE(std::isnan(v)) << tag;
-    EXPECT_TRUE(std::isnan(F->f32.logsumexp(x.data(), 37))) << tag;
+    EXPECT_TRUE(std::isnan(F->f32.logsumexp(x.data(), 37, nullptr))) << tag;
     x[20] = inf;
-    EXPECT_EQ(F->f32.logsumexp(x.data(), 37), inf) << tag;
+    EXPECT_EQ(F->f32.logsumexp(x.data(), 37, nullptr), inf) << tag;
     std::vector<float> ninf(19, -inf);
-    EXPECT_EQ(F->f32.logsumexp(ninf.data(), 19), -inf) << tag;
-    EXPECT_EQ(F->f32.logsumexp(ninf.data(), 0), -inf) << tag;
+    EXPECT_EQ(F->f32.logsumexp(ninf.data(), 19, nullptr), -inf) << tag;
+    EXPECT_EQ(F->f32.logsumexp(ninf.data(), 0, nullptr), -inf) << tag;
     // Masked entries (-inf) get 0, the rest a softmax of their own.
     std::vector<float> m = randu(21, 6);
     for (int i = 0; i < 21; i += 2) m[i] = -inf;
     std::vector<float> ym(21);
-    F->f32.softmax(m.data(), ym.data(), 21, false, nullptr, false);
+    F->f32.softmax(m.data(), ym.data(), 21, false, nullptr, false, nullptr);
     std::vector<double> md(m.begin(), m.end());
     close(std::vector<double>(ym.begin(), ym.end()), ref_softmax(md), 2e-5, 1e-7, tag + " masked");
   }
@@ -292,6 +321,40 @@ TEST(RowKernels, OpsOverStridedRowsEachLevel) {
                      what + " layer_norm");
       }
     }
+  }
+}
+
+// Outputs larger than the caches (kStreamBytes): the ops stream their stores and prefetch each thread's
+// next row. Every row still has the bits of the single-row loop with neither (and logsumexp's rows too).
+TEST(RowKernels, LargeOutputsKeepTheRowLoopsBits) {
+  const int R = 2049, D = 4096;
+  ASSERT_GE(size_t(R) * D * 4, rows::kStreamBytes);
+  const std::vector<float> x = randu(size_t(R) * D, 51, -6.0f, 6.0f), w = randu(D, 52, 0.5f, 1.5f);
+  const std::vector<float> b = randu(D, 53);
+  const mx::array xa(x.data(), {R, D}, mx::float32), wa(w.data(), {D}, mx::float32), ba(b.data(), {D}, mx::float32);
+  for (const rows::RowFns* F : builds()) {
+    ForceIsa force(F->level);
+    const std::string tag = "level " + std::to_string(F->level);
+    mx::array sm = mx::softmax(xa, -1), lse = mx::logsumexp(xa, -1);
+    mx::array rms = mx::fast::rms_norm(xa, wa, 1e-5f), ln = mx::fast::layer_norm(xa, wa, ba, 1e-5f);
+    mx::eval({sm, lse, rms, ln});
+    std::vector<float> y(D);
+    int bad_sm = 0, bad_lse = 0, bad_rms = 0, bad_ln = 0;
+    for (int r = 0; r < R; ++r) {
+      const float* xr = x.data() + size_t(r) * D;
+      const size_t off = size_t(r) * D;
+      F->f32.softmax(xr, y.data(), D, false, nullptr, false, nullptr);
+      bad_sm += std::memcmp(y.data(), sm.data<float>() + off, D * 4) != 0;
+      bad_lse += F->f32.logsumexp(xr, D, nullptr) != lse.data<float>()[r];
+      F->f32.rms_norm(xr, w.data(), y.data(), D, 1e-5f, false, nullptr);
+      bad_rms += std::memcmp(y.data(), rms.data<float>() + off, D * 4) != 0;
+      F->f32.layer_norm(xr, w.data(), b.data(), y.data(), D, 1e-5f, false, nullptr);
+      bad_ln += std::memcmp(y.data(), ln.data<float>() + off, D * 4) != 0;
+    }
+    EXPECT_EQ(bad_sm, 0) << tag << " softmax rows differing";
+    EXPECT_EQ(bad_lse, 0) << tag << " logsumexp rows differing";
+    EXPECT_EQ(bad_rms, 0) << tag << " rms_norm rows differing";
+    EXPECT_EQ(bad_ln, 0) << tag << " layer_norm rows differing";
   }
 }
 
@@ -334,14 +397,15 @@ TEST(RowKernels, BuildsAgree) {
   for (const rows::RowFns* F : all) {
     std::vector<float> y(x.size()), r(x.size()), l(x.size());
     for (int k = 0; k < 3; ++k) {
-      F->f32.softmax(x.data() + k * 4097, y.data() + k * 4097, 4097, false, nullptr, false);
-      F->f32.rms_norm(x.data() + k * 4097, w.data(), r.data() + k * 4097, 4097, 1e-6f, false);
-      F->f32.layer_norm(x.data() + k * 4097, w.data(), b.data(), l.data() + k * 4097, 4097, 1e-6f, false);
+      const float* next = k < 2 ? x.data() + (k + 1) * 4097 : nullptr;
+      F->f32.softmax(x.data() + k * 4097, y.data() + k * 4097, 4097, false, nullptr, false, next);
+      F->f32.rms_norm(x.data() + k * 4097, w.data(), r.data() + k * 4097, 4097, 1e-6f, false, next);
+      F->f32.layer_norm(x.data() + k * 4097, w.data(), b.data(), l.data() + k * 4097, 4097, 1e-6f, false, next);
     }
     sm.push_back(y);
     rm.push_back(r);
     ln.push_back(l);
-    lse.push_back(F->f32.logsumexp(x.data(), 4097));
+    lse.push_back(F->f32.logsumexp(x.data(), 4097, x.data() + 4097));
   }
   for (size_t k = 1; k < all.size(); ++k) {
     const std::string tag = "level " + std::to_string(all[k]->level);

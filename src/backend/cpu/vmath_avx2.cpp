@@ -32,6 +32,11 @@ struct D {
   KILN_V V vabs(V a) { return _mm256_andnot_ps(set(-0.0f), a); }
   KILN_V V vneg(V a) { return _mm256_xor_ps(a, set(-0.0f)); }
   KILN_V V vfloor(V a) { return _mm256_floor_ps(a); }
+  // p · 2^n with 2^n built from its exponent bits (2^-127 comes out as 0, as in MLX's exp).
+  KILN_V V pow2_times(V p, V n) {
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(_mm256_castsi256_ps(e), p);
+  }
   KILN_V I cvtt(V a) { return _mm256_cvttps_epi32(a); }
   KILN_V V cvt(I a) { return _mm256_cvtepi32_ps(a); }
   KILN_V V as_f(I a) { return _mm256_castsi256_ps(a); }

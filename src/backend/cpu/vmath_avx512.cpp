@@ -37,6 +37,10 @@ struct D {
   KILN_V V vabs(V a) { return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), _mm512_set1_epi32(0x7fffffff))); }
   KILN_V V vneg(V a) { return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32(INT32_MIN))); }
   KILN_V V vfloor(V a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
+  // p · 2^n by vscalefps, zero where n = -127 (MLX's bit-built 2^-127 is 0).
+  KILN_V V pow2_times(V p, V n) {
+    return _mm512_maskz_scalef_ps(_mm512_cmp_ps_mask(n, _mm512_set1_ps(-126.5f), _CMP_GT_OQ), p, n);
+  }
   KILN_V I cvtt(V a) { return _mm512_cvttps_epi32(a); }
   KILN_V V cvt(I a) { return _mm512_cvtepi32_ps(a); }
   KILN_V V as_f(I a) { return _mm512_castsi512_ps(a); }

@@ -4,7 +4,8 @@
 // include nothing with external-linkage inline code: only <immintrin.h>, sleef.h and vmath.h.
 //
 // D provides: V (float vector), I (int32 vector), M (lane mask), N (lanes); set/seti; add sub mul
-// div fma vmin vmax vabs vneg vfloor vsqrt; cvtt (truncating float -> int32), cvt (int32 -> float),
+// div fma vmin vmax vabs vneg vfloor vsqrt; pow2_times(p, n) (p · 2^n for integral n in [-127, 127],
+// 0 where n = -127, as MLX's exp builds the power from exponent bits); cvtt (truncating float -> int32), cvt (int32 -> float),
 // as_f/as_i (bit casts); addi subi andi slli<k> srli<k>; lt gt ge eq unord (masks); mxor mor;
 // sel/seli (mask ? yes : no); ne le (masks); loadu storeu, load_n store_n (the first n lanes, n < N);
 // load_bool (bool bytes to a mask) store_bool (a mask to bool bytes), of n <= N lanes; and the SLEEF
@@ -27,12 +28,9 @@ using M = D::M;
 inline V exp_v(V x0) {
   V xc = D::vmin(D::vmax(x0, D::set(-88.0f)), D::set(88.0f));  // NaN -> -88; restored below
   V t = D::mul(xc, D::set(1.442695f));
-  // floor(t + 0.5) exactly: truncate, then round the (exact) fraction up or down.
-  I i = D::cvtt(t);
-  V fr = D::sub(t, D::cvt(i));
-  i = D::seli(D::ge(fr, D::set(0.5f)), D::addi(i, D::seti(1)), i);
-  i = D::seli(D::lt(fr, D::set(-0.5f)), D::subi(i, D::seti(1)), i);
-  V f = D::sub(t, D::cvt(i));
+  // floor(t + 0.5) exactly: t + 0.5 rounds in float, but never across an integer (|t| < 128).
+  V n = D::vfloor(D::add(t, D::set(0.5f)));
+  V f = D::sub(t, n);
   V p = D::set(1.535336188319500e-4f);
   p = D::fma(p, f, D::set(1.339887440266574e-3f));
   p = D::fma(p, f, D::set(9.618437357674640e-3f));
@@ -40,8 +38,7 @@ inline V exp_v(V x0) {
   p = D::fma(p, f, D::set(2.402264791363012e-1f));
   p = D::fma(p, f, D::set(6.931472028550421e-1f));
   p = D::fma(p, f, D::set(1.0f));
-  I e = D::template slli<23>(D::addi(i, D::seti(127)));
-  V r = D::mul(D::as_f(e), p);
+  V r = D::pow2_times(p, n);
   r = D::sel(D::gt(x0, D::set(88.0f)), D::set(__builtin_inff()), r);
   r = D::sel(D::lt(x0, D::set(-88.0f)), D::set(0.0f), r);
   return D::sel(D::unord(x0, x0), x0, r);

@@ -68,10 +68,11 @@ void rms_kernel(const std::vector<array>& in, array& out, float eps) {
   const bool stream = out.nbytes() >= rows::kStreamBytes;
   if constexpr (!std::is_same_v<T, double>) {
     const auto& f = rows::of<T>(rows::row_fns());
+    auto row = [&](int64_t ri) { return R.x.data<T>() + (contiguous ? ri * D : row_offset(R.x, ri)); };
     cpu::parallel_for(static_cast<size_t>(R.n), R.grain, [&](size_t b, size_t e) {
       for (size_t r = b; r < e; ++r) {
         const int64_t ri = static_cast<int64_t>(r);
-        f.rms_norm(R.x.data<T>() + (contiguous ? ri * D : row_offset(R.x, ri)), w.data(), o + ri * D, D, eps, stream);
+        f.rms_norm(row(ri), w.data(), o + ri * D, D, eps, stream, r + 1 < e ? row(ri + 1) : nullptr);
       }
     });
   } else {
@@ -99,11 +100,11 @@ void layer_kernel(const std::vector<array>& in, array& out, float eps) {
   const bool stream = out.nbytes() >= rows::kStreamBytes;
   if constexpr (!std::is_same_v<T, double>) {
     const auto& f = rows::of<T>(rows::row_fns());
+    auto row = [&](int64_t ri) { return R.x.data<T>() + (contiguous ? ri * D : row_offset(R.x, ri)); };
     cpu::parallel_for(static_cast<size_t>(R.n), R.grain, [&](size_t b, size_t e) {
       for (size_t r = b; r < e; ++r) {
         const int64_t ri = static_cast<int64_t>(r);
-        f.layer_norm(R.x.data<T>() + (contiguous ? ri * D : row_offset(R.x, ri)), w.data(), bias.data(),
-                     o + ri * D, D, eps, stream);
+        f.layer_norm(row(ri), w.data(), bias.data(), o + ri * D, D, eps, stream, r + 1 < e ? row(ri + 1) : nullptr);
       }
     });
   } else {

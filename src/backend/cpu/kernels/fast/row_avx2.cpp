@@ -81,43 +81,32 @@ struct V {
   static constexpr int kStreamAlign = 32;
   static void stream(float* p, R v) { _mm256_stream_ps(p, v); }
   static void fence() { _mm_sfence(); }
-  // exp for x <= 0 (or -inf), never NaN: the same bits as exp() with the steps that cannot apply dropped
-  // (the upper clamp; truncation already rounds t <= 0 up, so only the lower correction remains).
-  static R exp_neg(R x0) {
-    const R t = _mm256_mul_ps(_mm256_max_ps(x0, set1(-88.0f)), set1(1.442695f));
-    __m256i i = _mm256_cvttps_epi32(t);
-    const R fr = _mm256_sub_ps(t, _mm256_cvtepi32_ps(i));
-    i = _mm256_add_epi32(i, _mm256_castps_si256(_mm256_cmp_ps(fr, set1(-0.5f), _CMP_LT_OQ)));
-    const R f = _mm256_sub_ps(t, _mm256_cvtepi32_ps(i));
+  // MLX's exp polynomial of the fraction f = t - n, t = x·log2(e), n = floor(t + 0.5).
+  static R poly(R f) {
     R p = set1(1.535336188319500e-4f);
     p = _mm256_fmadd_ps(p, f, set1(1.339887440266574e-3f));
     p = _mm256_fmadd_ps(p, f, set1(9.618437357674640e-3f));
     p = _mm256_fmadd_ps(p, f, set1(5.550332471162809e-2f));
     p = _mm256_fmadd_ps(p, f, set1(2.402264791363012e-1f));
     p = _mm256_fmadd_ps(p, f, set1(6.931472028550421e-1f));
-    p = _mm256_fmadd_ps(p, f, set1(1.0f));
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(i, _mm256_set1_epi32(127)), 23);
-    const R r = _mm256_mul_ps(_mm256_castsi256_ps(e), p);
+    return _mm256_fmadd_ps(p, f, set1(1.0f));
+  }
+  // n = floor(t + 0.5): t + 0.5 rounds in float, but never across an integer (for |t| < 2^22), so the
+  // floor is the exact one. The result is p times 2^n built from its exponent bits (0 for n = -127).
+  static R exp_clamped(R t) {
+    const R n = _mm256_floor_ps(_mm256_add_ps(t, set1(0.5f)));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(_mm256_castsi256_ps(e), poly(_mm256_sub_ps(t, n)));
+  }
+  // exp for x <= 0 (or -inf), never NaN: the same bits as exp() with the steps that cannot apply dropped.
+  static R exp_neg(R x0) {
+    const R r = exp_clamped(_mm256_mul_ps(_mm256_max_ps(x0, set1(-88.0f)), set1(1.442695f)));
     return _mm256_and_ps(r, _mm256_cmp_ps(x0, set1(-88.0f), _CMP_NLT_UQ));
   }
-  // MLX's exp, step for step as the element-wise Exp kernels (same bits).
+  // MLX's exp, step for step as the element-wise Exp kernels (same bits, every float checked).
   static R exp(R x0) {
     const R xc = _mm256_min_ps(_mm256_max_ps(x0, set1(-88.0f)), set1(88.0f));  // NaN -> -88
-    const R t = _mm256_mul_ps(xc, set1(1.442695f));
-    __m256i i = _mm256_cvttps_epi32(t);  // floor(t + 0.5): truncate, then correct by the fraction
-    const R fr = _mm256_sub_ps(t, _mm256_cvtepi32_ps(i));
-    i = _mm256_sub_epi32(i, _mm256_castps_si256(_mm256_cmp_ps(fr, set1(0.5f), _CMP_GE_OQ)));
-    i = _mm256_add_epi32(i, _mm256_castps_si256(_mm256_cmp_ps(fr, set1(-0.5f), _CMP_LT_OQ)));
-    const R f = _mm256_sub_ps(t, _mm256_cvtepi32_ps(i));
-    R p = set1(1.535336188319500e-4f);
-    p = _mm256_fmadd_ps(p, f, set1(1.339887440266574e-3f));
-    p = _mm256_fmadd_ps(p, f, set1(9.618437357674640e-3f));
-    p = _mm256_fmadd_ps(p, f, set1(5.550332471162809e-2f));
-    p = _mm256_fmadd_ps(p, f, set1(2.402264791363012e-1f));
-    p = _mm256_fmadd_ps(p, f, set1(6.931472028550421e-1f));
-    p = _mm256_fmadd_ps(p, f, set1(1.0f));
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(i, _mm256_set1_epi32(127)), 23);
-    R r = _mm256_mul_ps(_mm256_castsi256_ps(e), p);
+    R r = exp_clamped(_mm256_mul_ps(xc, set1(1.442695f)));
     r = _mm256_blendv_ps(r, set1(std::numeric_limits<float>::infinity()), _mm256_cmp_ps(x0, set1(88.0f), _CMP_GT_OQ));
     r = _mm256_blendv_ps(r, _mm256_setzero_ps(), _mm256_cmp_ps(x0, set1(-88.0f), _CMP_LT_OQ));
     return _mm256_blendv_ps(r, x0, _mm256_cmp_ps(x0, x0, _CMP_UNORD_Q));

@@ -77,44 +77,38 @@ struct V {
   static constexpr int kStreamAlign = 64;
   static void stream(float* p, R v) { _mm512_stream_ps(p, v); }
   static void fence() { _mm_sfence(); }
-  // exp for x <= 0 (or -inf), never NaN: the same bits as exp() with the steps that cannot apply dropped
-  // (the upper clamp; truncation already rounds t <= 0 up, so only the lower correction remains).
-  static R exp_neg(R x0) {
-    const R t = _mm512_mul_ps(_mm512_max_ps(x0, set1(-88.0f)), set1(1.442695f));
-    __m512i i = _mm512_cvttps_epi32(t);
-    const R fr = _mm512_sub_ps(t, _mm512_cvtepi32_ps(i));
-    i = _mm512_mask_sub_epi32(i, _mm512_cmp_ps_mask(fr, set1(-0.5f), _CMP_LT_OQ), i, _mm512_set1_epi32(1));
-    const R f = _mm512_sub_ps(t, _mm512_cvtepi32_ps(i));
+  // MLX's exp polynomial of the fraction f = t - n, t = x·log2(e), n = floor(t + 0.5).
+  static R poly(R f) {
     R p = set1(1.535336188319500e-4f);
     p = _mm512_fmadd_ps(p, f, set1(1.339887440266574e-3f));
     p = _mm512_fmadd_ps(p, f, set1(9.618437357674640e-3f));
     p = _mm512_fmadd_ps(p, f, set1(5.550332471162809e-2f));
     p = _mm512_fmadd_ps(p, f, set1(2.402264791363012e-1f));
     p = _mm512_fmadd_ps(p, f, set1(6.931472028550421e-1f));
-    p = _mm512_fmadd_ps(p, f, set1(1.0f));
-    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(i, _mm512_set1_epi32(127)), 23);
-    const R r = _mm512_mul_ps(_mm512_castsi512_ps(e), p);
-    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x0, set1(-88.0f), _CMP_NLT_UQ), r);
+    return _mm512_fmadd_ps(p, f, set1(1.0f));
   }
-  // MLX's exp, step for step as the element-wise Exp kernels (same bits).
+  // n = floor(t + 0.5): t + 0.5 rounds in float, but never across an integer (for |t| < 2^22), so the
+  // floor is the exact one. p · 2^n with vscalefps: exact for n >= -126; n = -127 (x in [-88, -87.68])
+  // is 0, as the bit-built power 2^-127 of MLX's exp is.
+  static R pow2_times(R p, R n) {
+    return _mm512_maskz_scalef_ps(_mm512_cmp_ps_mask(n, set1(-126.5f), _CMP_GT_OQ), p, n);
+  }
+  static R floor_half(R t) {
+    return _mm512_roundscale_ps(_mm512_add_ps(t, set1(0.5f)), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  }
+  // exp for x <= 0 (or -inf), never NaN: the same bits as exp() without the clamps (any x below -88
+  // gives n <= -127, so 0; -inf gives n = -inf, also 0).
+  static R exp_neg(R x0) {
+    const R t = _mm512_mul_ps(x0, set1(1.442695f));
+    const R n = floor_half(t);
+    return pow2_times(poly(_mm512_sub_ps(t, n)), n);
+  }
+  // MLX's exp, step for step as the element-wise Exp kernels (same bits, every float checked).
   static R exp(R x0) {
     const R xc = _mm512_min_ps(_mm512_max_ps(x0, set1(-88.0f)), set1(88.0f));  // NaN -> -88
     const R t = _mm512_mul_ps(xc, set1(1.442695f));
-    __m512i i = _mm512_cvttps_epi32(t);  // floor(t + 0.5): truncate, then correct by the fraction
-    const R fr = _mm512_sub_ps(t, _mm512_cvtepi32_ps(i));
-    const __m512i one = _mm512_set1_epi32(1);
-    i = _mm512_mask_add_epi32(i, _mm512_cmp_ps_mask(fr, set1(0.5f), _CMP_GE_OQ), i, one);
-    i = _mm512_mask_sub_epi32(i, _mm512_cmp_ps_mask(fr, set1(-0.5f), _CMP_LT_OQ), i, one);
-    const R f = _mm512_sub_ps(t, _mm512_cvtepi32_ps(i));
-    R p = set1(1.535336188319500e-4f);
-    p = _mm512_fmadd_ps(p, f, set1(1.339887440266574e-3f));
-    p = _mm512_fmadd_ps(p, f, set1(9.618437357674640e-3f));
-    p = _mm512_fmadd_ps(p, f, set1(5.550332471162809e-2f));
-    p = _mm512_fmadd_ps(p, f, set1(2.402264791363012e-1f));
-    p = _mm512_fmadd_ps(p, f, set1(6.931472028550421e-1f));
-    p = _mm512_fmadd_ps(p, f, set1(1.0f));
-    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(i, _mm512_set1_epi32(127)), 23);
-    R r = _mm512_mul_ps(_mm512_castsi512_ps(e), p);
+    const R n = floor_half(t);
+    R r = pow2_times(poly(_mm512_sub_ps(t, n)), n);
     r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(x0, set1(88.0f), _CMP_GT_OQ),
                            set1(std::numeric_limits<float>::infinity()));
     r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(x0, set1(-88.0f), _CMP_LT_OQ), _mm512_setzero_ps());

@@ -96,6 +96,18 @@ float row_max_nan(const T* x, int64_t n) {
   return V::hmax(V::max(a0, a1));
 }
 
+// Prefetches the cache lines of `next` (the row this thread reads after the current one, or null) that
+// line up with elements [i, i + K) of the current row: the loops that run from cache (exponentials,
+// the output pass) call it, so the next row's first pass finds its data in cache instead of waiting
+// for memory between rows.
+template <int K, typename T>
+inline void prefetch_next(const T* next, int64_t i) {
+  if (next == nullptr) return;
+  constexpr int bytes = K * static_cast<int>(sizeof(T));
+  const char* p = reinterpret_cast<const char*>(next + i);
+  for (int b = 0; b < bytes; b += 64) __builtin_prefetch(p + b, 0, 3);
+}
+
 // exp, or exp_neg where every argument is known to be <= 0 and not NaN (the same bits).
 template <bool Neg>
 inline typename V::R vexp(typename V::R v) {
@@ -105,13 +117,14 @@ inline typename V::R vexp(typename V::R v) {
 
 // y = exp(x - shift) (skipped when y is null); returns the sum of the exponentials.
 template <bool Neg, typename T>
-float row_exp_sum(const T* x, float shift, float* y, int64_t n) {
+float row_exp_sum(const T* x, float shift, float* y, int64_t n, const T* next = nullptr) {
   using R = typename V::R;
   constexpr int W = V::W;
   const R sh = V::set1(shift);
   R s0 = V::set1(0.0f), s1 = s0;
   int64_t i = 0;
   for (; i + 2 * W <= n; i += 2 * W) {
+    prefetch_next<2 * W>(next, i);
     const R e0 = vexp<Neg>(V::sub(ld(x + i), sh));
     const R e1 = vexp<Neg>(V::sub(ld(x + i + W), sh));
     if (y) {
@@ -122,6 +135,7 @@ float row_exp_sum(const T* x, float shift, float* y, int64_t n) {
     s1 = V::add(s1, e1);
   }
   for (; i + W <= n; i += W) {
+    prefetch_next<W>(next, i);
     const R e0 = vexp<Neg>(V::sub(ld(x + i), sh));
     if (y) V::store(y + i, e0);
     s0 = V::add(s0, e0);
@@ -140,20 +154,26 @@ float row_exp_sum(const T* x, float shift, float* y, int64_t n) {
 
 // Writes y[0..n): full(i) gives the vector at i, tail(i) writes the last n - i < W values. With
 // `stream`, float rows aligned for it are written with non-temporal stores (large outputs: no read of
-// the destination, no eviction of the inputs).
-template <typename T, typename Full, typename Tail>
-inline void emit(T* y, int64_t n, bool stream, Full&& full, Tail&& tail) {
+// the destination, no eviction of the inputs). `next`: prefetch_next's row (of the input type X).
+template <typename T, typename X, typename Full, typename Tail>
+inline void emit(T* y, int64_t n, bool stream, const X* next, Full&& full, Tail&& tail) {
   constexpr int W = V::W;
   int64_t i = 0;
   if constexpr (std::is_same_v<T, float> && V::kStreamAlign > 0) {
     if (stream && reinterpret_cast<uintptr_t>(y) % (V::kStreamAlign > 0 ? V::kStreamAlign : 1) == 0) {
-      for (; i + W <= n; i += W) V::stream(y + i, full(i));
+      for (; i + W <= n; i += W) {
+        prefetch_next<W>(next, i);
+        V::stream(y + i, full(i));
+      }
       if (i < n) tail(i);
       V::fence();
       return;
     }
   }
-  for (; i + W <= n; i += W) st(y + i, full(i));
+  for (; i + W <= n; i += W) {
+    prefetch_next<W>(next, i);
+    st(y + i, full(i));
+  }
   if (i < n) tail(i);
 }
 
@@ -162,20 +182,20 @@ template <typename T>
 void row_store_scaled(const float* src, float a, T* y, int64_t n, bool stream = false) {
   const typename V::R av = V::set1(a);
   emit(
-      y, n, stream, [&](int64_t i) { return V::mul(V::load(src + i), av); },
+      y, n, stream, static_cast<const T*>(nullptr), [&](int64_t i) { return V::mul(V::load(src + i), av); },
       [&](int64_t i) { st_tail(y + i, V::mul(ld_tail(src + i, n - i, 0.0f), av), n - i); });
 }
 
 // Softmax: the maximum (one pass, NaN noted), the exponentials and their sum (kept in y, or in
 // `scratch` when the output is streamed), then the scaled output.
 template <typename T>
-void softmax_row(const T* x, T* y, int64_t n, bool precise, float* scratch, bool stream) {
+void softmax_row(const T* x, T* y, int64_t n, bool precise, float* scratch, bool stream, const T* next) {
   if (n <= 0) return;
   const float mx = row_max_nan(x, n);
   // x - max <= 0 everywhere unless the row has a NaN or an infinite maximum.
   const bool neg = std::isfinite(mx);
   auto exp_sum = [&](float* dst) {
-    return neg ? row_exp_sum<true>(x, mx, dst, n) : row_exp_sum<false>(x, mx, dst, n);
+    return neg ? row_exp_sum<true>(x, mx, dst, n, next) : row_exp_sum<false>(x, mx, dst, n, next);
   };
   if constexpr (std::is_same_v<T, float>) {
     (void)precise;
@@ -194,7 +214,10 @@ void softmax_row(const T* x, T* y, int64_t n, bool precise, float* scratch, bool
     constexpr int W = V::W;
     const typename V::R m = V::set1(mx);
     int64_t i = 0;
-    for (; i + W <= n; i += W) V::store(scratch + i, rnd<T>(V::exp(rnd<T>(V::sub(ld(x + i), m)))));
+    for (; i + W <= n; i += W) {
+      prefetch_next<W>(next, i);
+      V::store(scratch + i, rnd<T>(V::exp(rnd<T>(V::sub(ld(x + i), m)))));
+    }
     if (i < n) {
       alignas(64) float b[W];
       V::store(b, rnd<T>(V::exp(rnd<T>(V::sub(ld_tail(x + i, n - i, 0.0f), m)))));
@@ -207,10 +230,10 @@ void softmax_row(const T* x, T* y, int64_t n, bool precise, float* scratch, bool
 }
 
 template <typename T>
-float logsumexp_row(const T* x, int64_t n) {
+float logsumexp_row(const T* x, int64_t n, const T* next) {
   const float mx = row_max_nan(x, n);
   if (std::isinf(mx) || std::isnan(mx)) return mx;
-  return std::log(row_exp_sum<true>(x, mx, static_cast<float*>(nullptr), n)) + mx;
+  return std::log(row_exp_sum<true>(x, mx, static_cast<float*>(nullptr), n, next)) + mx;
 }
 
 template <typename T>
@@ -257,13 +280,13 @@ float sum_row(const T* x, int64_t n) {
 }
 
 template <typename T>
-void rms_row(const T* x, const float* w, T* y, int64_t n, float eps, bool stream) {
+void rms_row(const T* x, const float* w, T* y, int64_t n, float eps, bool stream, const T* next) {
   using R = typename V::R;
   if (n <= 0) return;
   const float inv = 1.0f / std::sqrt(sum_sq(x, n, 0.0f) / static_cast<float>(n) + eps);
   const R iv = V::set1(inv);
   emit(
-      y, n, stream, [&](int64_t i) { return V::mul(V::load(w + i), rnd<T>(V::mul(ld(x + i), iv))); },
+      y, n, stream, next, [&](int64_t i) { return V::mul(V::load(w + i), rnd<T>(V::mul(ld(x + i), iv))); },
       [&](int64_t i) {
         const int64_t k = n - i;
         st_tail(y + i, V::mul(ld_tail(w + i, k, 0.0f), rnd<T>(V::mul(ld_tail(x + i, k, 0.0f), iv))), k);
@@ -271,7 +294,8 @@ void rms_row(const T* x, const float* w, T* y, int64_t n, float eps, bool stream
 }
 
 template <typename T>
-void layer_row(const T* x, const float* w, const float* b, T* y, int64_t n, float eps, bool stream) {
+void layer_row(const T* x, const float* w, const float* b, T* y, int64_t n, float eps, bool stream,
+               const T* next) {
   using R = typename V::R;
   if (n <= 0) return;
   const float mean = sum_row(x, n) / static_cast<float>(n);
@@ -279,7 +303,7 @@ void layer_row(const T* x, const float* w, const float* b, T* y, int64_t n, floa
   const R iv = V::set1(inv), mv = V::set1(mean);
   auto out = [&](R xv, R wv, R bv) { return V::add(rnd<T>(V::mul(rnd<T>(V::mul(V::sub(xv, mv), iv)), wv)), bv); };
   emit(
-      y, n, stream, [&](int64_t i) { return out(ld(x + i), V::load(w + i), V::load(b + i)); },
+      y, n, stream, next, [&](int64_t i) { return out(ld(x + i), V::load(w + i), V::load(b + i)); },
       [&](int64_t i) {
         const int64_t k = n - i;
         st_tail(y + i, out(ld_tail(x + i, k, 0.0f), ld_tail(w + i, k, 0.0f), ld_tail(b + i, k, 0.0f)), k);

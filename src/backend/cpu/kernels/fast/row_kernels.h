@@ -23,15 +23,19 @@ struct RowFnsOf {
   // y = softmax(x) over n values. Without `precise`, 16-bit rows round each intermediate (x - max,
   // each exponential, the running sum, its reciprocal) to T as MLX does; float rows ignore the flag.
   // `scratch` holds n floats (float rows may pass null: y is then the scratch). `stream`: write y with
-  // non-temporal stores where possible (outputs much larger than the caches).
-  void (*softmax)(const T* x, T* y, int64_t n, bool precise, float* scratch, bool stream);
+  // non-temporal stores where possible (outputs much larger than the caches). `next` (in these four, may
+  // be null): the row of n values the caller passes next; its lines are prefetched while this row's
+  // passes run from cache, so rows that come from memory do not wait for it between passes. It only
+  // moves data into the cache: the results do not depend on it.
+  void (*softmax)(const T* x, T* y, int64_t n, bool precise, float* scratch, bool stream, const T* next);
   // log(sum(exp(x))) computed in float: max + log(sum(exp(x - max))); NaN if any x is NaN; the maximum
   // itself when it is infinite (so a row of -inf gives -inf); -inf for n == 0.
-  float (*logsumexp)(const T* x, int64_t n);
+  float (*logsumexp)(const T* x, int64_t n, const T* next);
   // y = w · T(x · inv) with inv = 1 / sqrt(mean(x²) + eps); w holds n floats.
-  void (*rms_norm)(const T* x, const float* w, T* y, int64_t n, float eps, bool stream);
+  void (*rms_norm)(const T* x, const float* w, T* y, int64_t n, float eps, bool stream, const T* next);
   // y = T(T(T((x - mean) · inv) · w) + b) with inv = 1 / sqrt(mean((x - mean)²) + eps).
-  void (*layer_norm)(const T* x, const float* w, const float* b, T* y, int64_t n, float eps, bool stream);
+  void (*layer_norm)(const T* x, const float* w, const float* b, T* y, int64_t n, float eps, bool stream,
+                     const T* next);
   // Rotary embedding of the first 2·half values of a row with angles cos c[i], sin s[i]: pairs
   // (x[i], x[i + half]), or (x[2i], x[2i + 1]) when `traditional`; rotated back when !forward. Each
   // output is T(x1 · c ∓ x2 · s) etc. in float, without fused multiply-adds (the scalar kernel's bits).

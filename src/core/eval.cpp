@@ -129,7 +129,11 @@ std::vector<fusion::Step> plan_run(std::vector<std::shared_ptr<Node>>& order, co
   detail::rewrite_row_patterns(order, outputs);
   detail::split_concat_products(order, outputs);
   detail::push_slices_up(order, outputs);
-  return fusion::plan(order);
+  // Then element-wise fusion, and batches of sibling nodes that one kernel call runs (the quantized
+  // products reading one normalized row).
+  std::vector<fusion::Step> steps = fusion::plan(order);
+  fusion::batch_siblings(steps);
+  return steps;
 }
 
 void run_group(fusion::Group& g) {
@@ -154,6 +158,13 @@ void run_group(fusion::Group& g) {
     }
     throw;
   }
+  if (g.batch) {
+    fusion::count_batch_run();
+    for (auto& m : g.members) {
+      if (auto d = m.node->outputs[0].lock()) d->node.reset();
+    }
+    return;
+  }
   auto& st = fusion::stats();
   ++st.groups;
   st.fused_nodes += g.members.size();
@@ -168,7 +179,7 @@ void run_group(fusion::Group& g) {
 bool profiling_on() { return g_profiling.load(std::memory_order_relaxed); }
 
 const std::string& profile_name(const fusion::Group& g) {
-  return g.members.size() == 1 ? g.members[0].node->def->name : kFused;
+  return g.members.size() == 1 || g.batch ? g.members[0].node->def->name : kFused;
 }
 
 ProfileTimer::ProfileTimer() : on_(profiling_on()) {

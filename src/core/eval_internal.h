@@ -18,7 +18,8 @@ namespace kiln::detail {
 // inputs) unless `placeholders_are_inputs` (a program's planning, where they stand for its inputs).
 std::vector<std::shared_ptr<Node>> topo_order(const std::vector<array>& outputs, bool placeholders_are_inputs = false);
 
-// Graph rewrite passes (core/row_patterns.h), then element-wise fusion planning (core/fusion.h).
+// Graph rewrite passes (core/row_patterns.h), then element-wise fusion planning and sibling batches
+// (core/fusion.h).
 std::vector<fusion::Step> plan_run(std::vector<std::shared_ptr<Node>>& order, const std::vector<array>& outputs);
 
 // Runs one node: its kernel writes the live descriptors of node->outputs (fresh arrays for the others),

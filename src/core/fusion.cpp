@@ -252,6 +252,7 @@ std::vector<Step> plan(std::vector<std::shared_ptr<Node>>& order) {
 }
 
 bool choose_donor(Group& g) {
+  if (g.batch) return false;
   // How many input slots of the members read each external (its descriptor's holders in the group).
   std::vector<long> reads(g.externals.size(), 0);
   for (auto& m : g.members) {
@@ -282,9 +283,104 @@ void allocate_outputs(Group& g) {
     if (m.donor >= 0) {
       m.out.set_data(g.externals[m.donor]->buffer());
     } else {
-      m.out.set_data(allocate(g.size * m.out.itemsize()));
+      m.out.set_data(allocate(m.out.size() * m.out.itemsize()));
     }
   }
+}
+
+namespace {
+EnvSwitch& batch_switch() {
+  static EnvSwitch s("KILN_BATCH");
+  return s;
+}
+
+std::atomic<uint64_t> g_batch_runs{0};
+}  // namespace
+
+bool batching_enabled() { return batch_switch().on(); }
+void set_batching(bool on) { batch_switch().set(on); }
+uint64_t batch_runs() { return g_batch_runs.load(std::memory_order_relaxed); }
+void count_batch_run() { g_batch_runs.fetch_add(1, std::memory_order_relaxed); }
+
+size_t batch_siblings(std::vector<Step>& steps) {
+  if (!batching_enabled()) return 0;
+  // Where each node runs (its step), for the check that a moved member's inputs are ready.
+  std::unordered_map<const Node*, size_t> step_of;
+  bool any = false;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].node) {
+      step_of.emplace(steps[i].node.get(), i);
+      any = any || kernels_for(steps[i].node->stream.device).batch(*steps[i].node->def) != nullptr;
+    } else {
+      for (auto& m : steps[i].group->members) step_of.emplace(m.node.get(), i);
+    }
+  }
+  if (!any) return 0;
+  auto ready_before = [&](const array& in, size_t i) {
+    if (in.is_available() || !in.has_primitive()) return true;
+    auto it = step_of.find(in.node().get());
+    return it != step_of.end() && it->second < i;
+  };
+  // Candidates by their first input's descriptor, in step order.
+  std::unordered_map<const ArrayDesc*, std::vector<size_t>> by_input;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Node* n = steps[i].node.get();
+    if (!n || n->inputs.empty() || n->outputs.size() != 1 || n->outputs[0].expired()) continue;
+    if (!kernels_for(n->stream.device).batch(*n->def)) continue;
+    by_input[n->inputs[0].desc_ptr().get()].push_back(i);
+  }
+  std::vector<bool> gone(steps.size(), false);
+  size_t batched = 0;
+  for (auto& [desc, idx] : by_input) {
+    (void)desc;
+    if (idx.size() < 2) continue;
+    for (size_t a = 0; a < idx.size(); ++a) {
+      const size_t i = idx[a];
+      if (gone[i] || !steps[i].node) continue;
+      const Node& first = *steps[i].node;
+      const BatchRule* rule = kernels_for(first.stream.device).batch(*first.def);
+      std::vector<size_t> join;
+      for (size_t b = a + 1; b < idx.size(); ++b) {
+        const size_t j = idx[b];
+        if (gone[j] || !steps[j].node) continue;
+        const Node& other = *steps[j].node;
+        if (other.def != first.def || other.stream.device != first.stream.device) continue;
+        bool ready = true;
+        for (size_t k = 1; k < other.inputs.size() && ready; ++k) ready = ready_before(other.inputs[k], i);
+        if (ready && rule->joins(first, other)) join.push_back(j);
+      }
+      if (join.empty()) continue;
+      auto group = std::make_unique<Group>();
+      group->batch = true;
+      group->runner = rule->run;
+      std::unordered_map<const ArrayDesc*, int> ext;
+      auto add_member = [&](std::shared_ptr<Node> node) {
+        Group::Member m;
+        m.node = node;
+        for (const array& in : node->inputs) {
+          auto [e, added] = ext.emplace(in.desc_ptr().get(), static_cast<int>(group->externals.size()));
+          if (added) group->externals.push_back(&in);
+          m.args.push_back(~e->second);
+        }
+        m.out = array(node->outputs[0].lock());
+        group->members.push_back(std::move(m));
+      };
+      add_member(steps[i].node);
+      for (size_t j : join) {
+        add_member(steps[j].node);
+        gone[j] = true;
+        steps[j].node.reset();
+      }
+      batched += group->members.size();
+      steps[i].node.reset();
+      steps[i].group = std::move(group);
+    }
+  }
+  if (batched) {
+    steps.erase(std::remove_if(steps.begin(), steps.end(), [](const Step& s) { return !s.node && !s.group; }),
+                steps.end());
+  }
+  return batched;
 }
 
 }  // namespace kiln::detail::fusion

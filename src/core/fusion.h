@@ -42,6 +42,10 @@ struct Group {
   std::vector<const array*> externals;
   // The backend's runner (group_runner of the members' kernel table).
   void (*runner)(Group& group) = nullptr;
+  // A batch group (batch_siblings): nodes of one row that read the same first input, run as one kernel
+  // call by the row's BatchRule (the runner). Its members' shapes differ (`shape` and `size` are unused),
+  // every input is external and every output written; it donates nothing and is not counted as fusion.
+  bool batch = false;
 };
 
 // A backend's runner of fused groups: writes every member's `out`. A backend without one runs every
@@ -59,6 +63,17 @@ struct Step {
 // The plan for a topological order: nodes that stay alone keep their order; a group runs once every
 // node it reads has run and before any node that reads one of its outputs.
 std::vector<Step> plan(std::vector<std::shared_ptr<Node>>& order);
+
+// Merges the plan's single-node steps that a backend can run as one call (KernelTable::batch: nodes of
+// one row reading the same first input, which BatchRule::joins accepts) into batch groups, each at its
+// first member's place. A later member moves up only when its other inputs are evaluated or computed by
+// earlier steps. Does nothing when switched off (KILN_BATCH=0, set_batching). Returns the nodes batched.
+size_t batch_siblings(std::vector<Step>& steps);
+bool batching_enabled();
+void set_batching(bool on);
+// Batch groups run since the process started (tests), and the evaluator's count of one more.
+uint64_t batch_runs();
+void count_batch_run();
 
 // Whether input `slot` of `node` is read for its shape only: the extra inputs of Broadcast and
 // BroadcastAxes (shapeless graphs name the other operands there). Such a read neither closes a group

@@ -40,6 +40,20 @@ KernelFn KernelTable::get(const PrimitiveDef& def, const State& state) const {
   return fn;
 }
 
+void KernelTable::add_batch(const char* primitive, BatchRule rule) {
+  const PrimitiveDef* def = registry::find(primitive);
+  if (!def || !find(*def) || !rule.joins || !rule.run) {
+    throw std::logic_error(std::string("[kernels] A batch rule on the ") + backend_name(backend_) +
+                           " backend needs a primitive with a kernel there and both functions: " + primitive + ".");
+  }
+  if (batch_by_row_.size() <= def->index) batch_by_row_.resize(def->index + 1);
+  if (batch_by_row_[def->index].run) {
+    throw std::logic_error(std::string("[kernels] Primitive ") + primitive + " has two batch rules on the " +
+                           backend_name(backend_) + " backend.");
+  }
+  batch_by_row_[def->index] = rule;
+}
+
 std::vector<const PrimitiveDef*> KernelTable::covered() const {
   std::vector<const PrimitiveDef*> out;
   for (const PrimitiveDef* def : registry::all()) {

@@ -15,7 +15,24 @@
 
 namespace kiln::detail {
 
+namespace fusion {
+struct Group;
+}
+
 enum class Backend { cpu, cuda };
+
+// A row's rule for running several of its nodes that read the same first input as one kernel call
+// (core/fusion.h, batch_siblings): the 4-bit decode's q, k and v projections of one normalized row, or its
+// gate and up projections, stream their weights in one parallel job instead of three or two, each with a
+// cold start and a wait for its slowest thread.
+struct BatchRule {
+  // Whether `b` may run in one call with `a` (both nodes of the row, both reading the same input 0; `b`'s
+  // other inputs are evaluated or computed before `a` runs). Shapes, dtypes and states are known here.
+  bool (*joins)(const Node& a, const Node& b) = nullptr;
+  // Runs a batch group (fusion::Group::batch): its members are the nodes, their inputs set, every member's
+  // `out` allocated. Writes every member's `out`.
+  void (*run)(fusion::Group& group) = nullptr;
+};
 const char* backend_name(Backend b);
 
 class KernelTable {
@@ -44,10 +61,16 @@ class KernelTable {
   Backend backend() const { return backend_; }
   // The rows that have a kernel here, in registry order.
   std::vector<const PrimitiveDef*> covered() const;
+  // The row's batch rule (the row must have a kernel here; one rule per row), and null for none.
+  void add_batch(const char* primitive, BatchRule rule);
+  const BatchRule* batch(const PrimitiveDef& def) const {
+    return def.index < batch_by_row_.size() && batch_by_row_[def.index].run ? &batch_by_row_[def.index] : nullptr;
+  }
 
  private:
   Backend backend_;
   std::vector<KernelFn> by_row_;
+  std::vector<BatchRule> batch_by_row_;
 };
 
 // The table that runs nodes recorded on device `d`, built on first use (src/backend/backends.cpp).

@@ -8,16 +8,19 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <kiln/fast.h>
 #include <kiln/kiln.h>
 #include <kiln/ops/quantized.h>
 
 #include "backend/cpu/gemm/gemm.h"
 #include "backend/cpu/kernels/quantized/quantized_kernels.h"
+#include "core/fusion.h"
 #include "unit/fast_test_util.h"
 
 namespace {
@@ -842,4 +845,161 @@ TEST(QmmKernelsInt8, FloatKernelsOnItsShapesWithItOff) {
     }
   }
   EXPECT_EQ(checked, 24);
+}
+
+// ---- Sibling products (core/fusion.h batch_siblings, qmm_batch_cpu) ----
+
+namespace {
+
+namespace fusion = mx::detail::fusion;
+
+struct BatchGuard {
+  ~BatchGuard() {
+    fusion::set_batching(true);
+    mx::quant::set_qmm_isa(std::nullopt);
+    mx::quant::set_qmm_int8(std::nullopt);
+  }
+};
+
+// The products of x with each matrix, evaluated in one eval with batching on or off; `runs` gets the
+// batch groups run.
+std::vector<mx::array> products(const mx::array& x, const std::vector<Quantized>& ws, const QSpec& q, bool batch,
+                                uint64_t* runs = nullptr) {
+  fusion::set_batching(batch);
+  std::vector<mx::array> ys;
+  for (const Quantized& w : ws) ys.push_back(mx::quantized_matmul(x, w.wq, w.s, w.b, true, q.gs, q.bits, q.mode));
+  const uint64_t before = fusion::batch_runs();
+  mx::eval(ys);
+  if (runs != nullptr) *runs = fusion::batch_runs() - before;
+  fusion::set_batching(true);
+  return ys;
+}
+
+bool same_bits(const mx::array& a, const mx::array& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() && a.nbytes() == b.nbytes() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+}
+
+}  // namespace
+
+// Products of one x with matrices of different widths run as one batch group and give every element the
+// bits of the separate products: each mode, x dtype, 1-16 rows, each instruction set (the portable one
+// runs the members one by one), the integer decode kernel on and off.
+TEST(QmmBatch, SiblingsRunAsOneCallWithTheSameBits) {
+  BatchGuard guard;
+  const int K = 256;
+  int checked = 0;
+  for (const QSpec& q : {QSpec{"affine", 64, 4}, QSpec{"affine", 128, 4}, QSpec{"affine", 32, 8},
+                         QSpec{"affine", 64, 3}, QSpec{"mxfp4", 32, 4}, QSpec{"nvfp4", 16, 4}}) {
+    for (mx::Dtype t : {mx::float32, mx::bfloat16, mx::float16}) {
+      // Weights quantized in x's dtype (so their scales are too, as a model's are).
+      const std::vector<Quantized> ws = {make_quantized(q, {96, K}, t, 11), make_quantized(q, {32, K}, t, 12),
+                                         make_quantized(q, {48, K}, t, 13)};
+      for (int rows : {1, 3, 16}) {
+        const mx::array x = rand_array({rows, K}, t, 20 + rows);
+        for (QmmIsa isa : isas()) {
+          if (isa == QmmIsa::Amx) continue;
+          for (bool int8 : {true, false}) {
+            mx::quant::set_qmm_isa(isa);
+            mx::quant::set_qmm_int8(int8);
+            const std::string what = spec_name(q) + " " + mx::dtype_name(t) + " rows=" + std::to_string(rows) + " " +
+                                     isa_name(isa) + (int8 ? " int8" : "");
+            uint64_t on_runs = 0, off_runs = 0;
+            const auto on = products(x, ws, q, true, &on_runs), off = products(x, ws, q, false, &off_runs);
+            EXPECT_EQ(on_runs, 1u) << what;
+            EXPECT_EQ(off_runs, 0u) << what;
+            for (size_t k = 0; k < ws.size(); ++k) EXPECT_TRUE(same_bits(on[k], off[k])) << what << " product " << k;
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GE(checked, 6 * 3 * 3 * 2);
+}
+
+// What stays apart: more than 16 rows of x, untransposed products, other quantizations, other x's, and a
+// product whose weights depend on its sibling's result (it cannot move up). Values as computed alone.
+TEST(QmmBatch, WhatCannotJoinRunsAlone) {
+  BatchGuard guard;
+  const QSpec q{"affine", 64, 4};
+  const int K = 128;
+  const Quantized a = make_quantized(q, {64, K}, mx::float32, 31), b = make_quantized(q, {32, K}, mx::float32, 32);
+  auto run = [](const std::vector<mx::array>& ys) {
+    const uint64_t before = fusion::batch_runs();
+    mx::eval(ys);
+    return fusion::batch_runs() - before;
+  };
+  {
+    const mx::array x = rand_array({17, K}, mx::float32, 33);
+    EXPECT_EQ(run({mx::quantized_matmul(x, a.wq, a.s, a.b, true, 64, 4), mx::quantized_matmul(x, b.wq, b.s, b.b, true, 64, 4)}), 0u)
+        << "17 rows";
+  }
+  const mx::array x = rand_array({2, K}, mx::float32, 34);
+  {
+    const Quantized c = make_quantized(q, {K, 64}, mx::float32, 35);
+    EXPECT_EQ(run({mx::quantized_matmul(x, a.wq, a.s, a.b, true, 64, 4), mx::quantized_matmul(x, c.wq, c.s, c.b, false, 64, 4)}), 0u)
+        << "untransposed";
+  }
+  {
+    const Quantized c = make_quantized(QSpec{"affine", 64, 8}, {32, K}, mx::float32, 36);
+    EXPECT_EQ(run({mx::quantized_matmul(x, a.wq, a.s, a.b, true, 64, 4), mx::quantized_matmul(x, c.wq, c.s, c.b, true, 64, 8)}), 0u)
+        << "other bits";
+  }
+  {
+    const mx::array x2 = rand_array({2, K}, mx::float32, 37);
+    EXPECT_EQ(run({mx::quantized_matmul(x, a.wq, a.s, a.b, true, 64, 4), mx::quantized_matmul(x2, b.wq, b.s, b.b, true, 64, 4)}), 0u)
+        << "other x";
+  }
+  {
+    // b's codes plus 0 computed from a's product: b's product has to wait for a's.
+    const mx::array ya = mx::quantized_matmul(x, a.wq, a.s, a.b, true, 64, 4);
+    const mx::array zero = mx::astype(mx::multiply(mx::sum(ya), mx::array(0.0f)), mx::uint32);
+    const mx::array yb = mx::quantized_matmul(x, mx::add(b.wq, zero), b.s, b.b, true, 64, 4);
+    EXPECT_EQ(run({ya, yb}), 0u) << "dependent weights";
+    mx::array want = mx::quantized_matmul(x, b.wq, b.s, b.b, true, 64, 4);
+    want.eval();
+    EXPECT_TRUE(same_bits(yb, want));
+  }
+}
+
+// An imported decode-like function (one normalized x, three projections of constants): its planned
+// program runs them as one batch group, with the bits of the program planned without batching.
+TEST(QmmBatch, ImportedProgramBatchesItsProjections) {
+  BatchGuard guard;
+  const QSpec q{"affine", 64, 4};
+  const int K = 256;
+  const std::vector<Quantized> ws = {make_quantized(q, {128, K}, mx::float32, 41),
+                                     make_quantized(q, {64, K}, mx::float32, 42),
+                                     make_quantized(q, {64, K}, mx::float32, 43)};
+  auto f = [&](const mx::Args& a) {
+    const mx::array h = mx::fast::rms_norm(a[0], std::nullopt, 1e-5f);
+    std::vector<mx::array> out;
+    for (const Quantized& w : ws) out.push_back(mx::quantized_matmul(h, w.wq, w.s, w.b, true, 64, 4));
+    return out;
+  };
+  const std::string path = ::testing::TempDir() + "qmm_batch_program.mlxfn";
+  mx::export_function(path, f, {mx::zeros({1, K})});
+  const mx::array x = rand_array({1, K}, mx::float32, 44);
+  std::vector<std::vector<mx::array>> outs;
+  std::vector<uint64_t> runs;
+  for (bool on : {true, false}) {
+    fusion::set_batching(on);
+    auto g = mx::import_function(path);
+    std::vector<mx::array> o;
+    const uint64_t before = fusion::batch_runs();
+    for (int call = 0; call < 3; ++call) {
+      o = g({x});
+      mx::eval(o);
+    }
+    runs.push_back(fusion::batch_runs() - before);
+    outs.push_back(o);
+  }
+  std::remove(path.c_str());
+  // The first call reads the constants from the file as it goes (they are not ready before the first
+  // product), so the two planned calls after it batch.
+  EXPECT_EQ(runs[0], 2u);
+  EXPECT_EQ(runs[1], 0u);
+  ASSERT_EQ(outs[0].size(), 3u);
+  for (size_t k = 0; k < 3; ++k) EXPECT_TRUE(same_bits(outs[0][k], outs[1][k])) << "output " << k;
 }

@@ -21,6 +21,7 @@
 #include "backend/cpu/kernels/quantized/qmm_simd.h"
 #include "backend/cpu/kernels/quantized/quantized_kernels.h"
 #include "backend/cpu/loops.h"
+#include "core/fusion.h"
 #include "primitives/quantized/quirks.h"
 
 namespace kiln {
@@ -163,14 +164,31 @@ struct FastCall {
   int64_t x_rows;
 };
 
-template <typename T, typename S, typename MatFn>
-void fast_qmm(const FastCall& c, QuantizationMode mode, const std::vector<std::pair<int64_t, int64_t>>& jobs,
-              MatFn&& mat, T* o) {
+// One product of the register kernels (few rows of x): a weight matrix with its scales and biases, its
+// output columns, which x batch it reads (M rows each) and where its M rows of output go.
+template <typename T, typename S>
+struct DecodeJob {
+  const uint8_t* w;
+  const S* s;
+  const S* b;
+  int64_t N;
+  int64_t xb;
+  T* o;
+  int64_t ldo;
+};
+
+// The register kernels over a list of products that share x's rows (and K, the group size, bits and
+// mode): one job per (x batch, weight matrix) pair of a batched product or GatherQMM, or one per
+// sibling product reading the same x (qmm_batch_cpu). Their output columns are cut into tasks of about
+// 256 KiB of packed weights, spread over the pool's threads in one parallel_for. c.row_bytes and
+// c.row_groups serve every job: transposed products (rows of K) or jobs of one N.
+template <typename T, typename S>
+void decode_qmm(const FastCall& c, QuantizationMode mode, const std::vector<DecodeJob<T, S>>& jobs) {
   const ScaleReader<S> rd(mode);
-  const int64_t M = c.M, N = c.N, K = c.K;
+  const int64_t M = c.M, K = c.K;
   const bool affine = c.kind == simd::Kind::Affine;
   constexpr bool kF32 = std::is_same_v<T, float>;
-  if (M <= kDecodeRows) {
+  {
     const bool tr = c.transpose;
     // The transposed product reads x permuted to the kernels' lane order: done once per call.
     // Affine kernels that work per group (Ops::group_sums) also take the sum of x over each group.
@@ -222,18 +240,22 @@ void fast_qmm(const FastCall& c, QuantizationMode mode, const std::vector<std::p
     // every new one starts cold. In a 4-bit llama decode step (in-process, alternating), chunks of 32 KiB
     // took 5.6-6.0 ms, 128 KiB 5.2-5.5 and 256 KiB 5.1-5.4 (a slow phase of the 2-core EPYC).
     const int64_t U = tr ? 16 : 128;
-    const int64_t units = (N + U - 1) / U;
+    // Task units of every job, in order: job j's are [first[j], first[j + 1]).
+    std::vector<int64_t> first(jobs.size() + 1, 0);
+    for (size_t j = 0; j < jobs.size(); ++j) first[j + 1] = first[j] + (jobs[j].N + U - 1) / U;
     const int64_t unit_bytes = tr ? U * c.row_bytes : K * U * c.bits / 8;
-    const int64_t all_units = units * static_cast<int64_t>(jobs.size());
+    const int64_t all_units = first.back();
     const size_t grain = static_cast<size_t>(
         std::max<int64_t>(1, std::min<int64_t>((256 << 10) / unit_bytes, all_units / (2 * cpu::num_threads()))));
     void (*kernel)(const simd::Gemv&) = i8 ? c.ops->gemv_t_i8 : tr ? c.ops->gemv_t : c.ops->gemv_n;
-    cpu::parallel_for(jobs.size() * static_cast<size_t>(units), grain, [&](size_t t0, size_t t1) {
+    cpu::parallel_for(static_cast<size_t>(all_units), grain, [&](size_t t0, size_t t1) {
       std::vector<float> sbuf, bbuf, ybuf(kF32 ? 0 : static_cast<size_t>(M * U));
       for (size_t t = t0; t < t1; ++t) {
-        const int64_t job = static_cast<int64_t>(t) / units, n0 = (static_cast<int64_t>(t) % units) * U;
+        const int64_t unit = static_cast<int64_t>(t);
+        const size_t j = static_cast<size_t>(std::upper_bound(first.begin(), first.end(), unit) - first.begin()) - 1;
+        const DecodeJob<T, S>& m = jobs[j];
+        const int64_t N = m.N, n0 = (unit - first[j]) * U;
         const int64_t n1 = std::min(N, n0 + U);
-        const auto m = mat(jobs[job].second);
         // Scales and biases: weight rows n0..n1, every group (transposed), or the groups of columns
         // n0..n1 in every row k (plain).
         const int64_t srows = tr ? n1 - n0 : K, sn = tr ? c.row_groups : (n1 - n0) / c.gs;
@@ -249,27 +271,45 @@ void fast_qmm(const FastCall& c, QuantizationMode mode, const std::vector<std::p
         a.gs = c.gs;
         a.bits = c.bits;
         a.kind = c.kind;
-        a.x = xs + jobs[job].first * M * K;
-        a.xsum = gsums || i8 ? xsum.data() + jobs[job].first * M * ng : nullptr;
+        a.x = xs + m.xb * M * K;
+        a.xsum = gsums || i8 ? xsum.data() + m.xb * M * ng : nullptr;
         if (i8) {
-          a.xq = xq.data() + jobs[job].first * M * 3 * K;
-          a.xc = xc.data() + jobs[job].first * M * K / 8;
-          a.xf = xf.data() + jobs[job].first * M * K / 8;
+          a.xq = xq.data() + m.xb * M * 3 * K;
+          a.xc = xc.data() + m.xb * M * K / 8;
+          a.xf = xf.data() + m.xb * M * K / 8;
         }
         a.ldx = K;
         a.M = static_cast<int>(M);
-        T* om = o + job * M * N + n0;
+        T* om = m.o + n0;
         if constexpr (kF32) {
           a.y = om;
-          a.ldy = N;
+          a.ldy = m.ldo;
         } else {
           a.y = ybuf.data();
           a.ldy = U;
         }
         kernel(a);
-        if constexpr (!kF32) store_rows(ybuf.data(), U, om, N, M, n1 - n0);
+        if constexpr (!kF32) store_rows(ybuf.data(), U, om, m.ldo, M, n1 - n0);
       }
     });
+  }
+}
+
+template <typename T, typename S, typename MatFn>
+void fast_qmm(const FastCall& c, QuantizationMode mode, const std::vector<std::pair<int64_t, int64_t>>& jobs,
+              MatFn&& mat, T* o) {
+  const ScaleReader<S> rd(mode);
+  const int64_t M = c.M, N = c.N, K = c.K;
+  const bool affine = c.kind == simd::Kind::Affine;
+  constexpr bool kF32 = std::is_same_v<T, float>;
+  if (M <= kDecodeRows) {
+    std::vector<DecodeJob<T, S>> dj;
+    dj.reserve(jobs.size());
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      const auto m = mat(jobs[j].second);
+      dj.push_back({m.w, m.s, m.b, N, jobs[j].first, o + static_cast<int64_t>(j) * M * N, N});
+    }
+    decode_qmm<T, S>(c, mode, dj);
     return;
   }
   // Groups [g0, g0 + ng) of packed row `wrow` of one weight matrix dequantized to dst (its scales and
@@ -422,6 +462,22 @@ int64_t batch_count(const array& a) {
   return n;
 }
 
+// x's rows (of K values) as contiguous accumulator-type rows, batch-major: x itself where it already is,
+// else converted into buf.
+template <typename T, typename Acc = detail::acc_t<T>>
+const Acc* x_rows(const array& x0, int64_t K, std::vector<Acc>& buf) {
+  if (std::is_same_v<T, Acc> && x0.row_contiguous()) return reinterpret_cast<const Acc*>(x0.data<T>());
+  const array x1 = fastk::unit_last_stride(x0);
+  buf.resize(x1.size());
+  const int64_t rows = static_cast<int64_t>(x1.size()) / K;
+  cpu::parallel_for(static_cast<size_t>(rows), std::max<size_t>(1, cpu::kGrainCheap / K), [&](size_t b, size_t e) {
+    for (size_t r = b; r < e; ++r) {
+      fastk::load_row(x1.data<T>() + fastk::row_offset(x1, static_cast<int64_t>(r)), buf.data() + r * K, K);
+    }
+  });
+  return buf.data();
+}
+
 // One product out_b = x_b · W_b(ᵀ) per job; `jobs` holds (x batch, w batch) pairs, out batch = job index.
 template <typename T, typename S>
 void qmm_kernel(const Node& node, const std::vector<array>& in, array& out,
@@ -446,20 +502,7 @@ void qmm_kernel(const Node& node, const std::vector<array>& in, array& out,
   // x as contiguous Acc rows (batch-major).
   const array& x0 = in[0];
   std::vector<Acc> xbuf;
-  const Acc* X;
-  if (std::is_same_v<T, Acc> && x0.row_contiguous()) {
-    X = reinterpret_cast<const Acc*>(x0.data<T>());
-  } else {
-    const array x1 = fastk::unit_last_stride(x0);
-    xbuf.resize(x1.size());
-    const int64_t rows = static_cast<int64_t>(x1.size()) / K;
-    cpu::parallel_for(static_cast<size_t>(rows), std::max<size_t>(1, cpu::kGrainCheap / K), [&](size_t b, size_t e) {
-      for (size_t r = b; r < e; ++r) {
-        fastk::load_row(x1.data<T>() + fastk::row_offset(x1, static_cast<int64_t>(r)), xbuf.data() + r * K, K);
-      }
-    });
-    X = xbuf.data();
-  }
+  const Acc* X = x_rows<T>(x0, K, xbuf);
   const int64_t row_bytes = (transpose ? K : N) * bits / 8;
   const int64_t row_groups = (transpose ? K : N) / gs;
   const uint8_t* wp = reinterpret_cast<const uint8_t*>(w.data<uint32_t>());
@@ -687,10 +730,85 @@ void gather_qmm_cpu(const Node& node, const std::vector<array>& in, std::vector<
   });
 }
 
+// ---- Sibling products (core/kernels.h BatchRule): x · Wᵢᵀ for several W reading one x ----
+
+// The register kernels' products of one x: transposed, 2-D weights, the same quantization, dtypes and x
+// rows (at most kDecodeRows of them).
+bool qmm_joins(const Node& a, const Node& b) {
+  const State &sa = a.state, &sb = b.state;
+  if (!sa.b(3) || !sb.b(3) || sa.i(0) != sb.i(0) || sa.i(1) != sb.i(1) || sa.i(2) != sb.i(2)) return false;
+  if (a.inputs.size() != b.inputs.size() || a.specs.size() != 1 || b.specs.size() != 1) return false;
+  if (a.specs[0].dtype != b.specs[0].dtype) return false;
+  if (quirks::fp_qmm_read_as_mxfp4(a) || quirks::fp_qmm_read_as_mxfp4(b)) return false;
+  const array& x = a.inputs[0];
+  if (x.ndim() < 1 || x.shape().back() == 0) return false;
+  const int64_t K = x.shape().back();
+  if (static_cast<int64_t>(x.size()) / K > kDecodeRows) return false;
+  for (size_t k = 1; k < a.inputs.size(); ++k) {
+    if (a.inputs[k].ndim() != 2 || b.inputs[k].ndim() != 2 || a.inputs[k].dtype() != b.inputs[k].dtype()) return false;
+  }
+  return true;
+}
+
+// A batch group of QuantizedMatmul nodes (qmm_joins holds for each with the first): one parallel job over
+// every member's output columns (decode_qmm), where the register kernels serve; otherwise each member's
+// own kernel in turn.
+void qmm_batch_cpu(detail::fusion::Group& g) {
+  const Node& first = *g.members[0].node;
+  const array& x = first.inputs[0];
+  const Dtype xt = x.dtype();
+  const bool fast = (xt == float32 || xt == float16 || xt == bfloat16) && qmm_isa() != QmmIsa::Scalar;
+  if (!fast) {
+    for (auto& m : g.members) {
+      std::vector<array> out{m.out};
+      qmm_cpu(*m.node, m.node->inputs, out);
+    }
+    return;
+  }
+  dispatch_scales(first, xt, [&](auto t, auto s) {
+    using T = decltype(t);
+    using S = decltype(s);
+    if constexpr (std::is_same_v<detail::acc_t<T>, float>) {
+      const State& st = first.state;
+      const int gs = st.i(0), bits = st.i(1);
+      const QuantizationMode mode = static_cast<QuantizationMode>(st.i(2));
+      const bool affine = mode == QuantizationMode::Affine;
+      const int64_t K = x.shape().back();
+      std::vector<float> xbuf;
+      FastCall c{};
+      c.ops = qmm_isa() >= QmmIsa::Avx512 ? &simd::avx512_ops() : &simd::avx2_ops();
+      c.kind = affine ? simd::Kind::Affine : mode == QuantizationMode::Mxfp8 ? simd::Kind::Fp8 : simd::Kind::Fp4;
+      c.gs = gs;
+      c.bits = bits;
+      c.transpose = true;
+      c.x_rows = c.M = static_cast<int64_t>(x.size()) / K;
+      c.K = K;
+      c.row_bytes = K * bits / 8;
+      c.row_groups = K / gs;
+      c.X = x_rows<T>(x, K, xbuf);
+      std::vector<array> keep;  // contiguous copies of operands that were not (kept until the call ends)
+      std::vector<DecodeJob<T, S>> jobs;
+      for (auto& m : g.members) {
+        const std::vector<array>& in = m.node->inputs;
+        keep.push_back(last2_contiguous(in[1]));
+        keep.push_back(last2_contiguous(in[2]));
+        keep.push_back(affine ? last2_contiguous(in[3]) : array());
+        const array &w = keep[keep.size() - 3], &sc = keep[keep.size() - 2], &bi = keep.back();
+        const int64_t N = m.out.shape().back();
+        jobs.push_back({reinterpret_cast<const uint8_t*>(w.data<uint32_t>()), sc.data<S>(),
+                        affine ? bi.data<S>() : nullptr, N, 0, m.out.data<T>(), N});
+      }
+      c.N = jobs[0].N;
+      decode_qmm<T, S>(c, mode, jobs);
+    }
+  });
+}
+
 }  // namespace
 
 void add_qmm_kernels(detail::KernelTable& table) {
   table.add({{"QuantizedMatmul", qmm_cpu}, {"GatherQMM", gather_qmm_cpu}});
+  table.add_batch("QuantizedMatmul", {qmm_joins, qmm_batch_cpu});
 }
 
 }  // namespace quant

@@ -160,8 +160,9 @@ void run_group(fusion::Group& g) {
   }
   if (g.batch) {
     fusion::count_batch_run();
+    // As run_node: every output written, each dropping its node unless a transform still traces it.
     for (auto& m : g.members) {
-      if (auto d = m.node->outputs[0].lock()) d->node.reset();
+      if (!m.out.is_tracer()) m.out.detach();
     }
     return;
   }

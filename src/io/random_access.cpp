@@ -87,6 +87,18 @@ RandomFileSource::~RandomFileSource() {
 
 void RandomFileSource::read_at(uint64_t offset, void* dst, size_t n) const {
   auto* p = static_cast<char*>(dst);
+#ifdef MADV_POPULATE_WRITE
+  // A large read usually lands in fresh memory (a constant copied because its offset is not aligned for
+  // its type): map the destination's whole pages in one call first, which costs less than the kernel
+  // taking one page fault per 4 KiB inside pread. 621 MB read on two threads into fresh memory: 178-235 ms
+  // -> 135-144 ms. Best effort (older kernels refuse the advice; the read faults the pages in as before).
+  if (n >= (size_t(1) << 20)) {
+    const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
+    const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + n) & ~(page - 1);
+    if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_WRITE);
+  }
+#endif
   while (n > 0) {
     ssize_t r = ::pread(fd_, p, n, static_cast<off_t>(offset));
     if (r < 0 && errno == EINTR) continue;

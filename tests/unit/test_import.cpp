@@ -427,3 +427,24 @@ TEST(Import, LargePayloadCutShortFailsAtCallTime) {
   mx::io_detail::set_mapping_enabled(true);
   std::remove(path.c_str());
 }
+
+// Large reads (a constant copied because it is not aligned for its type) map their destination's pages
+// before reading them (MADV_POPULATE_WRITE): the bytes read are the file's, at any destination offset,
+// and the bytes around the destination are left as they were.
+TEST(Import, LargeReadsLandExactlyWhereAsked) {
+  auto path = temp_file("bigread");
+  std::vector<uint8_t> bytes((5 << 20) + 777);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
+  write_bytes(path, bytes);
+  mx::io_detail::RandomFileSource src(path);
+  for (size_t shift : {size_t(0), size_t(1), size_t(4095), size_t(4097)}) {
+    const size_t n = (3 << 20) + 333, off = 12345;
+    std::vector<uint8_t> dst(n + 3 * 4096, 0xA5);
+    src.read_at(off, dst.data() + shift, n);
+    EXPECT_EQ(std::memcmp(dst.data() + shift, bytes.data() + off, n), 0) << "shift " << shift;
+    size_t outside = 0;
+    for (size_t i = 0; i < dst.size(); ++i) outside += (i < shift || i >= shift + n) && dst[i] != 0xA5;
+    EXPECT_EQ(outside, 0u) << "shift " << shift;
+  }
+  std::remove(path.c_str());
+}

@@ -188,111 +188,109 @@ void decode_qmm(const FastCall& c, QuantizationMode mode, const std::vector<Deco
   const int64_t M = c.M, K = c.K;
   const bool affine = c.kind == simd::Kind::Affine;
   constexpr bool kF32 = std::is_same_v<T, float>;
-  {
-    const bool tr = c.transpose;
-    // The transposed product reads x permuted to the kernels' lane order: done once per call.
-    // Affine kernels that work per group (Ops::group_sums) also take the sum of x over each group.
-    std::vector<float> xp, xsum;
-    const int64_t ng = K / c.gs;
-    // The integer kernel (qmm_simd.h) where it serves: x in byte planes, prepared once per call; x with
-    // inf, NaN or extreme blocks falls back to the float kernels.
-    std::vector<int8_t> xq;
-    std::vector<int32_t> xc;
-    std::vector<float> xf;
-    bool i8 = tr && M <= kInt8Rows && c.ops->gemv_t_i8 != nullptr && qmm_int8_enabled() &&
-              simd::int8_fits(c.kind, c.bits, c.gs, K);
-    if (i8) {
-      xq.resize(static_cast<size_t>(c.x_rows * 3 * K));
-      xc.resize(static_cast<size_t>(c.x_rows * K / 8));
-      xf.resize(xc.size());
-      xsum.resize(static_cast<size_t>(c.x_rows * ng));
-      for (int64_t r = 0; r < c.x_rows && i8; ++r) {
-        const simd::XInt8 out{xq.data() + r * 3 * K, xc.data() + r * K / 8, xf.data() + r * K / 8,
-                              xsum.data() + r * ng};
-        i8 = c.ops->prepare_x_i8(c.X + r * K, K, c.gs, out);
-      }
+  const bool tr = c.transpose;
+  // The transposed product reads x permuted to the kernels' lane order: done once per call.
+  // Affine kernels that work per group (Ops::group_sums) also take the sum of x over each group.
+  std::vector<float> xp, xsum;
+  const int64_t ng = K / c.gs;
+  // The integer kernel (qmm_simd.h) where it serves: x in byte planes, prepared once per call; x with
+  // inf, NaN or extreme blocks falls back to the float kernels.
+  std::vector<int8_t> xq;
+  std::vector<int32_t> xc;
+  std::vector<float> xf;
+  bool i8 = tr && M <= kInt8Rows && c.ops->gemv_t_i8 != nullptr && qmm_int8_enabled() &&
+            simd::int8_fits(c.kind, c.bits, c.gs, K);
+  if (i8) {
+    xq.resize(static_cast<size_t>(c.x_rows * 3 * K));
+    xc.resize(static_cast<size_t>(c.x_rows * K / 8));
+    xf.resize(xc.size());
+    xsum.resize(static_cast<size_t>(c.x_rows * ng));
+    for (int64_t r = 0; r < c.x_rows && i8; ++r) {
+      const simd::XInt8 out{xq.data() + r * 3 * K, xc.data() + r * K / 8, xf.data() + r * K / 8,
+                            xsum.data() + r * ng};
+      i8 = c.ops->prepare_x_i8(c.X + r * K, K, c.gs, out);
     }
-    if (i8) g_int8_calls.fetch_add(1, std::memory_order_relaxed);
-    const bool gsums = !i8 && tr && affine && c.ops->group_sums;
-    if (tr && !i8) {
-      uint8_t perm[64];
-      const int blk = c.ops->layout(c.kind, c.bits, c.gs, perm);
-      xp.resize(static_cast<size_t>(c.x_rows * K));
-      if (gsums) xsum.resize(static_cast<size_t>(c.x_rows * ng));
-      for (int64_t r = 0; r < c.x_rows; ++r) {
-        const float* src = c.X + r * K;
-        float* dst = xp.data() + r * K;
-        for (int64_t e = 0; e < K; e += blk) {
-          for (int i = 0; i < blk; ++i) dst[e + i] = src[e + perm[i]];
-        }
-        if (gsums) {
-          for (int64_t g = 0; g < ng; ++g) {
-            float t = 0.0f;
-            for (int64_t k = g * c.gs; k < (g + 1) * c.gs; ++k) t += src[k];
-            xsum[static_cast<size_t>(r * ng + g)] = t;
-          }
-        }
-      }
-    }
-    const float* xs = tr && !i8 ? xp.data() : c.X;
-    // Task units: 16 weight rows (transposed) or 128 columns (plain) of the output. Chunks of about
-    // 256 KiB of packed weights, but at least two per thread: each chunk is one sequential stream, and
-    // every new one starts cold. In a 4-bit llama decode step (in-process, alternating), chunks of 32 KiB
-    // took 5.6-6.0 ms, 128 KiB 5.2-5.5 and 256 KiB 5.1-5.4 (a slow phase of the 2-core EPYC).
-    const int64_t U = tr ? 16 : 128;
-    // Task units of every job, in order: job j's are [first[j], first[j + 1]).
-    std::vector<int64_t> first(jobs.size() + 1, 0);
-    for (size_t j = 0; j < jobs.size(); ++j) first[j + 1] = first[j] + (jobs[j].N + U - 1) / U;
-    const int64_t unit_bytes = tr ? U * c.row_bytes : K * U * c.bits / 8;
-    const int64_t all_units = first.back();
-    const size_t grain = static_cast<size_t>(
-        std::max<int64_t>(1, std::min<int64_t>((256 << 10) / unit_bytes, all_units / (2 * cpu::num_threads()))));
-    void (*kernel)(const simd::Gemv&) = i8 ? c.ops->gemv_t_i8 : tr ? c.ops->gemv_t : c.ops->gemv_n;
-    cpu::parallel_for(static_cast<size_t>(all_units), grain, [&](size_t t0, size_t t1) {
-      std::vector<float> sbuf, bbuf, ybuf(kF32 ? 0 : static_cast<size_t>(M * U));
-      for (size_t t = t0; t < t1; ++t) {
-        const int64_t unit = static_cast<int64_t>(t);
-        const size_t j = static_cast<size_t>(std::upper_bound(first.begin(), first.end(), unit) - first.begin()) - 1;
-        const DecodeJob<T, S>& m = jobs[j];
-        const int64_t N = m.N, n0 = (unit - first[j]) * U;
-        const int64_t n1 = std::min(N, n0 + U);
-        // Scales and biases: weight rows n0..n1, every group (transposed), or the groups of columns
-        // n0..n1 in every row k (plain).
-        const int64_t srows = tr ? n1 - n0 : K, sn = tr ? c.row_groups : (n1 - n0) / c.gs;
-        const int64_t soff = tr ? n0 * c.row_groups : n0 / c.gs;
-        simd::Gemv a{};
-        a.w = m.w + (tr ? n0 * c.row_bytes : n0 * c.bits / 8);
-        a.row_bytes = c.row_bytes;
-        a.s = rd.read_block(m.s + soff, srows, sn, c.row_groups, sbuf, &a.s_stride);
-        int64_t bstride = 0;
-        a.b = affine ? rd.read_block(m.b + soff, srows, sn, c.row_groups, bbuf, &bstride) : nullptr;
-        a.n = n1 - n0;
-        a.K = K;
-        a.gs = c.gs;
-        a.bits = c.bits;
-        a.kind = c.kind;
-        a.x = xs + m.xb * M * K;
-        a.xsum = gsums || i8 ? xsum.data() + m.xb * M * ng : nullptr;
-        if (i8) {
-          a.xq = xq.data() + m.xb * M * 3 * K;
-          a.xc = xc.data() + m.xb * M * K / 8;
-          a.xf = xf.data() + m.xb * M * K / 8;
-        }
-        a.ldx = K;
-        a.M = static_cast<int>(M);
-        T* om = m.o + n0;
-        if constexpr (kF32) {
-          a.y = om;
-          a.ldy = m.ldo;
-        } else {
-          a.y = ybuf.data();
-          a.ldy = U;
-        }
-        kernel(a);
-        if constexpr (!kF32) store_rows(ybuf.data(), U, om, m.ldo, M, n1 - n0);
-      }
-    });
   }
+  if (i8) g_int8_calls.fetch_add(1, std::memory_order_relaxed);
+  const bool gsums = !i8 && tr && affine && c.ops->group_sums;
+  if (tr && !i8) {
+    uint8_t perm[64];
+    const int blk = c.ops->layout(c.kind, c.bits, c.gs, perm);
+    xp.resize(static_cast<size_t>(c.x_rows * K));
+    if (gsums) xsum.resize(static_cast<size_t>(c.x_rows * ng));
+    for (int64_t r = 0; r < c.x_rows; ++r) {
+      const float* src = c.X + r * K;
+      float* dst = xp.data() + r * K;
+      for (int64_t e = 0; e < K; e += blk) {
+        for (int i = 0; i < blk; ++i) dst[e + i] = src[e + perm[i]];
+      }
+      if (gsums) {
+        for (int64_t g = 0; g < ng; ++g) {
+          float t = 0.0f;
+          for (int64_t k = g * c.gs; k < (g + 1) * c.gs; ++k) t += src[k];
+          xsum[static_cast<size_t>(r * ng + g)] = t;
+        }
+      }
+    }
+  }
+  const float* xs = tr && !i8 ? xp.data() : c.X;
+  // Task units: 16 weight rows (transposed) or 128 columns (plain) of the output. Chunks of about
+  // 256 KiB of packed weights, but at least two per thread: each chunk is one sequential stream, and
+  // every new one starts cold. In a 4-bit llama decode step (in-process, alternating), chunks of 32 KiB
+  // took 5.6-6.0 ms, 128 KiB 5.2-5.5 and 256 KiB 5.1-5.4 (a slow phase of the 2-core EPYC).
+  const int64_t U = tr ? 16 : 128;
+  // Task units of every job, in order: job j's are [first[j], first[j + 1]).
+  std::vector<int64_t> first(jobs.size() + 1, 0);
+  for (size_t j = 0; j < jobs.size(); ++j) first[j + 1] = first[j] + (jobs[j].N + U - 1) / U;
+  const int64_t unit_bytes = tr ? U * c.row_bytes : K * U * c.bits / 8;
+  const int64_t all_units = first.back();
+  const size_t grain = static_cast<size_t>(
+      std::max<int64_t>(1, std::min<int64_t>((256 << 10) / unit_bytes, all_units / (2 * cpu::num_threads()))));
+  void (*kernel)(const simd::Gemv&) = i8 ? c.ops->gemv_t_i8 : tr ? c.ops->gemv_t : c.ops->gemv_n;
+  cpu::parallel_for(static_cast<size_t>(all_units), grain, [&](size_t t0, size_t t1) {
+    std::vector<float> sbuf, bbuf, ybuf(kF32 ? 0 : static_cast<size_t>(M * U));
+    for (size_t t = t0; t < t1; ++t) {
+      const int64_t unit = static_cast<int64_t>(t);
+      const size_t j = static_cast<size_t>(std::upper_bound(first.begin(), first.end(), unit) - first.begin()) - 1;
+      const DecodeJob<T, S>& m = jobs[j];
+      const int64_t N = m.N, n0 = (unit - first[j]) * U;
+      const int64_t n1 = std::min(N, n0 + U);
+      // Scales and biases: weight rows n0..n1, every group (transposed), or the groups of columns
+      // n0..n1 in every row k (plain).
+      const int64_t srows = tr ? n1 - n0 : K, sn = tr ? c.row_groups : (n1 - n0) / c.gs;
+      const int64_t soff = tr ? n0 * c.row_groups : n0 / c.gs;
+      simd::Gemv a{};
+      a.w = m.w + (tr ? n0 * c.row_bytes : n0 * c.bits / 8);
+      a.row_bytes = c.row_bytes;
+      a.s = rd.read_block(m.s + soff, srows, sn, c.row_groups, sbuf, &a.s_stride);
+      int64_t bstride = 0;
+      a.b = affine ? rd.read_block(m.b + soff, srows, sn, c.row_groups, bbuf, &bstride) : nullptr;
+      a.n = n1 - n0;
+      a.K = K;
+      a.gs = c.gs;
+      a.bits = c.bits;
+      a.kind = c.kind;
+      a.x = xs + m.xb * M * K;
+      a.xsum = gsums || i8 ? xsum.data() + m.xb * M * ng : nullptr;
+      if (i8) {
+        a.xq = xq.data() + m.xb * M * 3 * K;
+        a.xc = xc.data() + m.xb * M * K / 8;
+        a.xf = xf.data() + m.xb * M * K / 8;
+      }
+      a.ldx = K;
+      a.M = static_cast<int>(M);
+      T* om = m.o + n0;
+      if constexpr (kF32) {
+        a.y = om;
+        a.ldy = m.ldo;
+      } else {
+        a.y = ybuf.data();
+        a.ldy = U;
+      }
+      kernel(a);
+      if constexpr (!kF32) store_rows(ybuf.data(), U, om, m.ldo, M, n1 - n0);
+    }
+  });
 }
 
 template <typename T, typename S, typename MatFn>

@@ -37,6 +37,7 @@ class Program {
   const std::vector<ArraySpec>& input_specs() const { return in_specs_; }
   const std::vector<ArraySpec>& output_specs() const { return out_specs_; }
   size_t steps() const { return steps_.size(); }
+  size_t prefetch_lines() const { return lines_.size(); }
 
  private:
   // Where a value comes from: a run input, an intermediate's slot, or a fixed (evaluated) array.
@@ -64,11 +65,19 @@ class Program {
   };
 
   void clear_feeds(const Step& s);
+  void plan_prefetch();
+  void prefetch(size_t step) const;
 
   std::vector<ArraySpec> in_specs_, out_specs_;
   std::vector<Step> steps_;
   std::vector<Output> outputs_;
   std::vector<array> slots_;
+  // Per step, the cache lines its run reads that are the same from run to run: its node or group, the
+  // nodes' input, spec and output lists, the constants' descriptors and their first bytes. A decode step
+  // streams ~80 MB of weights through the caches between such reads, so each would otherwise be a
+  // dependent miss to memory; they are prefetched a few steps ahead (kPrefetchAhead, program.cpp).
+  std::vector<const void*> lines_;
+  std::vector<uint32_t> lines_at_;  // step i's lines are lines_[lines_at_[i]] .. lines_[lines_at_[i + 1]]
 };
 
 // Whether imported functions' calls run as planned programs (default on; KILN_PROGRAMS=0 turns it off,
@@ -76,5 +85,12 @@ class Program {
 // benchmarks comparing both).
 bool programs_enabled();
 void set_programs_enabled(bool on);
+
+// Whether planned programs prefetch their steps' fixed data ahead (default on; KILN_PROGRAM_PREFETCH=0
+// turns it off). Results are the same either way; benchmarks compare both.
+bool program_prefetch_enabled();
+void set_program_prefetch(bool on);
+// The cache lines a program prefetches over one run (what plan_prefetch listed), for tests.
+size_t program_prefetch_lines(const Program& p);
 
 }  // namespace kiln::detail

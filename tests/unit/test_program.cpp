@@ -246,6 +246,33 @@ TEST_F(Program, ProfileCountsNestedStepsOnce) {
   EXPECT_LE(total, wall);
 }
 
+// Prefetching each step's fixed data ahead changes nothing in the results: a program with constants
+// (a weight, a norm's scale), fused groups and single nodes lists lines for them, and its runs with the
+// prefetch on and off are the same bits.
+TEST_F(Program, PrefetchAheadGivesTheSameResults) {
+  std::mt19937 rng(7);
+  const array w = rand_array({16, 8}, mx::float32, rng), scale = rand_array({8}, mx::float32, rng);
+  const array p = array(std::make_shared<mx::detail::ArrayDesc>(mx::Shape{4, 16}, mx::float32));
+  auto h = mx::matmul(p, w);
+  auto y = mx::tanh(h * mx::rsqrt(mx::mean(h * h, -1, true) + 1e-5f) * scale) + 1.0f;
+  mx::detail::Program prog({p}, {y, mx::sum(mx::exp(h), -1)});
+  // The matmul's weight and the scale at least: a descriptor (two lines or more) and their bytes each.
+  EXPECT_GE(mx::detail::program_prefetch_lines(prog), prog.steps() + 2 * (w.nbytes() / 64));
+  struct Restore {
+    bool was = mx::detail::program_prefetch_enabled();
+    ~Restore() { mx::detail::set_program_prefetch(was); }
+  } restore;
+  for (int c = 0; c < 3; ++c) {
+    array x = rand_array({4, 16}, mx::float32, rng);
+    x.eval();
+    mx::detail::set_program_prefetch(false);
+    const A off = prog.run({x});
+    mx::detail::set_program_prefetch(true);
+    const A on = prog.run({x});
+    expect_identical<float>(on, off, "call " + std::to_string(c));
+  }
+}
+
 // The program itself: inputs must be placeholders, the graph may read nothing else that is unevaluated,
 // and a run takes inputs of the planned shapes and dtypes only.
 TEST_F(Program, RefusesWhatItCannotRun) {

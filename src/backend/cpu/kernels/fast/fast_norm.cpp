@@ -1,5 +1,6 @@
 // The kernels of the fused normalization primitives: RMSNorm, LayerNorm and their VJPs. One pass per
 // row over the last axis, accumulating in float (double for float64); rows run in parallel.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -34,8 +35,13 @@ struct Rows {
 template <typename T, typename A>
 std::vector<A> expand_param(const array& p0, int64_t D) {
   const array p = cpu::contiguous_copy(p0);
+  const T* src = p.data<T>();  // once: data() is a call, not inlined, and this runs per element
   std::vector<A> v(static_cast<size_t>(D));
-  for (int64_t i = 0; i < D; ++i) v[i] = A(p.data<T>()[p.size() == 1 ? 0 : i]);
+  if (p.size() == 1) {
+    std::fill(v.begin(), v.end(), A(src[0]));
+  } else {
+    for (int64_t i = 0; i < D; ++i) v[i] = A(src[i]);
+  }
   return v;
 }
 

@@ -150,6 +150,88 @@ TEST(Vmath, PolynomialsGiveTheScalarBitsAtEveryLevel) {
   }
 }
 
+// The scalar code's fused multiply-add rounds once, as the instruction does: a·b + c whose exact value
+// lies just below a float midpoint, so that a double sum would land on it and round to even the wrong way;
+// the same mirrored; random triples against std::fma. And the four inputs of sin over every float where the
+// double-rounded sum (before this was fixed) gave another value than the vector levels and pip MLX 0.30.1.
+TEST(Vmath, ScalarFmaRoundsOnce) {
+  const float a = 1.0f + 0x1p-20f, b = (1.0f - 0x1p-20f) * 0x1p-24f, c = 1.0f + 0x1p-23f;
+  // exact: 1 + 2^-23 + 2^-24 - 2^-64, below the midpoint of 1 + 2^-23 and 1 + 2^-22
+  EXPECT_EQ(bits(ew::fma_f(a, b, c)), bits(1.0f + 0x1p-23f));
+  EXPECT_EQ(bits(ew::fma_f(-a, b, -c)), bits(-(1.0f + 0x1p-23f)));
+  EXPECT_EQ(bits(ew::fma_f(a, b, c)), bits(std::fma(a, b, c)));
+  // Infinities stay infinities (no rounding to odd of an infinite sum), overflow gives one, NaN stays NaN.
+  EXPECT_EQ(ew::fma_f(2.0f, 3.0f, kInf), kInf);
+  EXPECT_EQ(ew::fma_f(2.0f, 3.0f, -kInf), -kInf);
+  EXPECT_EQ(ew::fma_f(-kInf, 3.0f, 1.0f), -kInf);
+  EXPECT_EQ(ew::fma_f(1e30f, 1e30f, 1.0f), kInf);
+  EXPECT_EQ(ew::fma_f(-1e30f, 1e30f, 1.0f), -kInf);
+  EXPECT_TRUE(std::isnan(ew::fma_f(kInf, 0.0f, 1.0f)));
+  EXPECT_TRUE(std::isnan(ew::fma_f(kNaN, 1.0f, 1.0f)));
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<uint32_t> any(0, 0xffffffffu);
+  int bad = 0;
+  for (int i = 0; i < 200000; ++i) {
+    const float x = std::bit_cast<float>(any(rng)), y = std::bit_cast<float>(any(rng)), z = std::bit_cast<float>(any(rng));
+    const float got = ew::fma_f(x, y, z), want = std::fma(x, y, z);
+    if (bits(got) != bits(want) && !(std::isnan(got) && std::isnan(want)) && ++bad <= 5)
+      ADD_FAILURE() << "fma_f(" << x << ", " << y << ", " << z << ") = " << got << ", std::fma " << want;
+  }
+  EXPECT_EQ(bad, 0);
+  const std::pair<float, float> sin_mlx[] = {{0x1.800006p-10f, 0x1.7ffffep-10f}, {0x1.20001cp-7f, 0x1.1fff2ap-7f},
+                                             {-0x1.800006p-10f, -0x1.7ffffep-10f}, {-0x1.20001cp-7f, -0x1.1fff2ap-7f}};
+  for (auto [x, want] : sin_mlx) {
+    for (cpu::Isa isa : levels()) {
+      float got = 0.0f;
+      cpu::vunary_at(isa, VUnary::Sin, &x, &got, 1);
+      EXPECT_EQ(bits(got), bits(want)) << "sin(" << std::hexfloat << x << ") at " << cpu::isa_name(isa);
+    }
+  }
+}
+
+// sin and cos take a shorter conversion when every lane of a vector has |x|·4/π below 2^31 - 128, and the
+// int64 emulation otherwise. Vectors that mix lanes on both sides of that bound (and NaN, infinities, the
+// bound itself and its neighbours) give the scalar bits at every level, whichever way they go.
+// (Every float was checked once outside the suite: both levels give the scalar code's bits.)
+TEST(Vmath, SinCosGiveTheScalarBitsOnBothSidesOfTheShortConversion) {
+  const float edge = 2147483520.0f / 1.27323954473516f;  // |x| where |x|·4/π reaches the bound
+  std::vector<float> lanes;
+  for (float c : {edge, 2147483648.0f / 1.27323954473516f, 1686629632.0f, 1e9f, 3e9f}) {
+    float v = c;
+    for (int k = 0; k < 64; ++k) v = std::nextafter(v, 0.0f);
+    for (int k = 0; k < 128; ++k, v = std::nextafter(v, kInf)) lanes.push_back(v);
+  }
+  std::vector<float> in;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> small(-10.0f, 10.0f);
+  std::uniform_int_distribution<size_t> pick(0, lanes.size() - 1);
+  for (int v = 0; v < 4096; ++v) {
+    for (int l = 0; l < 16; ++l) {
+      const int kind = (v + l) % 7;
+      float x = kind == 0 ? lanes[pick(rng)] : small(rng);
+      if (v % 97 == 0 && l == 3) x = kNaN;
+      if (v % 89 == 0 && l == 5) x = -kInf;
+      if (v % 2 == 1) x = -x;
+      in.push_back(x);
+    }
+  }
+  for (float x : lanes) in.push_back(x), in.push_back(-x);  // whole vectors near the bound
+  std::vector<float> out(in.size());
+  for (VUnary f : {VUnary::Sin, VUnary::Cos}) {
+    for (cpu::Isa isa : levels()) {
+      cpu::vunary_at(isa, f, in.data(), out.data(), in.size());
+      int bad = 0;
+      for (size_t i = 0; i < in.size(); ++i) {
+        const float want = scalar_poly(f, in[i]);
+        if (bits(out[i]) != bits(want) && !(std::isnan(want) && std::isnan(out[i])) && ++bad <= 5)
+          ADD_FAILURE() << cpu::vunary_name(f) << " at " << cpu::isa_name(isa) << " of " << in[i] << ": got " << out[i]
+                        << " want " << want;
+      }
+      EXPECT_EQ(bad, 0) << cpu::vunary_name(f) << " at " << cpu::isa_name(isa);
+    }
+  }
+}
+
 // Where exp's rounding step can go wrong: t = x · log2(e) next to a half-integer (floor(t + 0.5) with
 // t + 0.5 rounded in float) and the lower end, where the power 2^n reaches 2^-127 (MLX's bit-built
 // power is 0 there). 4096 consecutive floats around each such x, every level against the scalar bits.

@@ -9,6 +9,7 @@
 
 #include "core/env_switch.h"
 #include "core/eval_internal.h"
+#include "core/kernels.h"
 
 namespace kiln::detail {
 
@@ -102,6 +103,11 @@ Program::Program(const std::vector<array>& inputs, std::vector<array> outputs) {
       if (from == From::Slot) last_reader[static_cast<size_t>(index)] = here;
     };
     if (p.node) {
+      try {
+        s.kernel = kernels_for(p.node->stream.device).get(*p.node->def, p.node->state);
+      } catch (const std::exception&) {
+        s.kernel = nullptr;  // run_node raises the error when the step runs
+      }
       for (size_t j = 0; j < p.node->inputs.size(); ++j) {
         // A read for the shape only (a shapeless Broadcast's operand) may come before the group that
         // computes it: the node keeps a stand-in of that shape and dtype (the program's shapes are fixed).
@@ -256,17 +262,29 @@ std::vector<array> Program::run(const std::vector<array>& in) {
       for (int slot : s.release) slots_[static_cast<size_t>(slot)] = array();
       if (s.node) {
         Node& node = *s.node;
-        std::vector<array> outs;
-        outs.reserve(node.specs.size());
+        std::vector<array>& outs = outs_;
+        outs.clear();
         node.outputs.resize(node.specs.size());
         for (uint32_t k = 0; k < node.specs.size(); ++k) {
           outs.emplace_back(node.specs[k].shape, node.specs[k].dtype, nullptr, k);
           node.outputs[k] = outs.back().desc_ptr();
         }
-        run_node(s.node);
+        if (s.kernel) {
+          // The kernel found when the program was planned, called as run_node would: the program fed
+          // every input, and a fresh output has no graph to detach.
+          s.kernel(node, node.inputs, outs);
+          for (const array& o : outs) {
+            if (!o.is_available()) {
+              throw std::logic_error("[eval] The " + node.def->name + " kernel did not produce an output.");
+            }
+          }
+        } else {
+          run_node(s.node);
+        }
         for (size_t k = 0; k < outs.size(); ++k) {
           if (s.out_slots[k] >= 0) slots_[static_cast<size_t>(s.out_slots[k])] = std::move(outs[k]);
         }
+        outs.clear();
       } else {
         fusion::Group& g = *s.group;
         for (size_t k = 0; k < g.members.size(); ++k) {
@@ -301,6 +319,7 @@ std::vector<array> Program::run(const std::vector<array>& in) {
       }
     }
     for (auto& v : slots_) v = array();
+    outs_.clear();
     throw;
   }
   std::vector<array> out;

@@ -55,6 +55,7 @@ class Program {
     std::vector<bool> written;             // group: members whose output is written
     std::vector<Feed> feeds;               // inputs set before the step runs
     std::vector<int> release;              // slots read for the last time here
+    KernelFn kernel = nullptr;             // node: its kernel, found when planned (null: run_node's error)
     const std::string* name = nullptr;     // the profiler's row
     int64_t nodes = 1;
   };
@@ -72,6 +73,7 @@ class Program {
   std::vector<Step> steps_;
   std::vector<Output> outputs_;
   std::vector<array> slots_;
+  std::vector<array> outs_;  // a node step's outputs while it runs
   // Per step, the cache lines its run reads that are the same from run to run: its node or group, the
   // nodes' input, spec and output lists, the constants' descriptors and their first bytes. A decode step
   // streams ~80 MB of weights through the caches between such reads, so each would otherwise be a

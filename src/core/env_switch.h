@@ -1,6 +1,7 @@
 // An on/off setting that starts from an environment variable, off only when it is "0", and that tests
 // and benchmarks may set: KILN_FUSION, KILN_FUSION_TILES, KILN_PATTERNS, KILN_PROGRAMS, KILN_MMAP,
-// KILN_BATCH, KILN_PROGRAM_PREFETCH. Hold one in a function-local static, so the variable is read once, at first use.
+// KILN_BATCH, KILN_PROGRAM_PREFETCH. Hold one in a function-local static, so the variable is read once,
+// at first use.
 #pragma once
 
 #include <atomic>

@@ -38,7 +38,6 @@ bool programs_enabled() { return programs_switch().on(); }
 void set_programs_enabled(bool on) { programs_switch().set(on); }
 bool program_prefetch_enabled() { return prefetch_switch().on(); }
 void set_program_prefetch(bool on) { prefetch_switch().set(on); }
-size_t program_prefetch_lines(const Program& p) { return p.prefetch_lines(); }
 
 Program::Program(const std::vector<array>& inputs, std::vector<array> outputs) {
   std::unordered_map<const ArrayDesc*, int> input_of;

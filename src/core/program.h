@@ -37,6 +37,7 @@ class Program {
   const std::vector<ArraySpec>& input_specs() const { return in_specs_; }
   const std::vector<ArraySpec>& output_specs() const { return out_specs_; }
   size_t steps() const { return steps_.size(); }
+  // The cache lines a run prefetches (what plan_prefetch listed), for tests.
   size_t prefetch_lines() const { return lines_.size(); }
 
  private:
@@ -92,7 +93,5 @@ void set_programs_enabled(bool on);
 // turns it off). Results are the same either way; benchmarks compare both.
 bool program_prefetch_enabled();
 void set_program_prefetch(bool on);
-// The cache lines a program prefetches over one run (what plan_prefetch listed), for tests.
-size_t program_prefetch_lines(const Program& p);
 
 }  // namespace kiln::detail

@@ -257,7 +257,7 @@ TEST_F(Program, PrefetchAheadGivesTheSameResults) {
   auto y = mx::tanh(h * mx::rsqrt(mx::mean(h * h, -1, true) + 1e-5f) * scale) + 1.0f;
   mx::detail::Program prog({p}, {y, mx::sum(mx::exp(h), -1)});
   // The matmul's weight and the scale at least: a descriptor (two lines or more) and their bytes each.
-  EXPECT_GE(mx::detail::program_prefetch_lines(prog), prog.steps() + 2 * (w.nbytes() / 64));
+  EXPECT_GE(prog.prefetch_lines(), prog.steps() + 2 * (w.nbytes() / 64));
   struct Restore {
     bool was = mx::detail::program_prefetch_enabled();
     ~Restore() { mx::detail::set_program_prefetch(was); }

@@ -446,7 +446,10 @@ bool match_rope(Node* root, Match& m) {
       m = std::move(k);
     }
   }
-  if (!x || x->dtype() != float32 || x->shape() != os) return false;  // the rotation keeps x's shape
+  // The rotation keeps x's shape and type: float32, or a 16-bit x whose cosines and sines are cast to it.
+  if (!x || x->shape() != os) return false;
+  const Dtype xt = x->dtype();
+  if (xt != float32 && xt != float16 && xt != bfloat16) return false;
   const array* cosv = other_factor(x1c, *x1, m.core);
   if (!cosv) return false;
   // x2 · S with x2 the slice [h, 2h) of the same x
@@ -474,9 +477,20 @@ bool match_rope(Node* root, Match& m) {
     c2 = other_factor(b, *x2, m.core);
   }
   if (!s1 || !c2 || !s1->is_same(*sinv) || !c2->is_same(*cosv)) return false;
-  // C = cos(theta), S = sin(theta) of one theta (T, h)
+  // C = cos(theta), S = sin(theta) of one theta (T, h); for a 16-bit x, each through an AsType to x's type
   Node* cn = producer(*cosv);
   Node* sn = producer(*sinv);
+  if (xt != float32) {
+    auto cast_of = [&](Node* n) -> Node* {
+      if (!is(n, D.astype) || n->inputs.size() != 1 || n->specs[0].dtype != xt || n->inputs[0].dtype() != float32) {
+        return nullptr;
+      }
+      m.core.push_back(n);
+      return producer(n->inputs[0]);
+    };
+    cn = cast_of(cn);
+    sn = cast_of(sn);
+  }
   if (!is(cn, D.cos) || !is(sn, D.sin) || cn->inputs.size() != 1 || sn->inputs.size() != 1 ||
       !cn->inputs[0].is_same(sn->inputs[0])) {
     return false;
@@ -491,14 +505,21 @@ bool match_rope(Node* root, Match& m) {
   } else if (2 * h != os[3]) {
     return false;
   }
+  // The nodes on x's side (slices, the casts and Broadcasts of the cosines and sines, the products, the
+  // difference and sum) compute in x's type, the angles' nodes in float32.
+  m.core.insert(m.core.end(), {lo, hi, x1c, x2s, a, b});
+  for (const Node* n : m.core) {
+    if (n->specs[0].dtype != xt) return false;
+  }
+  const size_t angles = m.core.size();
   if (!rope_theta(theta, T, h, m)) return false;
-  m.core.insert(m.core.end(), {lo, hi, x1c, x2s, a, b, cn, sn});
+  m.core.insert(m.core.end(), {cn, sn});
+  for (size_t i = angles; i < m.core.size(); ++i) {
+    if (m.core[i]->specs[0].dtype != float32) return false;
+  }
   m.kind = Kind::Rope;
   m.x = *x;
   m.dims = static_cast<int>(2 * h);
-  for (const Node* n : m.core) {
-    if (n->specs[0].dtype != float32) return false;
-  }
   return true;
 }
 

@@ -79,9 +79,12 @@ mx::array softmax_decomposed(const mx::array& x, bool stop_gradient_max) {
 
 // MLX's CPU fallback of fast.rope (not traditional) on x of shape (B, N, T, D), as its exports hold it.
 // `shared` (when given) is the offset's float Broadcast, reused by a second instance as MLX's graphs do;
-// `angles` (when given) receives theta; `not_rotation` writes the second half as x1·cos + x2·sin.
+// `angles` (when given) receives theta; `not_rotation` writes the second half as x1·cos + x2·sin. The
+// cosines and sines are cast to x's type, as MLX's fallback does (`cast` false: left float32, so a 16-bit
+// x is promoted, which is not MLX's form).
 mx::array rope_decomposed(const mx::array& x, int dims, float base, float scale, const mx::array& offset,
-                          mx::array* shared = nullptr, mx::array* angles = nullptr, bool not_rotation = false) {
+                          mx::array* shared = nullptr, mx::array* angles = nullptr, bool not_rotation = false,
+                          bool cast = true) {
   const mx::Shape& sh = x.shape();
   const int T = sh[2], h = dims / 2;
   mx::array off = shared && shared->valid() ? *shared : mx::broadcast_to(mx::astype(offset, mx::float32), {T});
@@ -93,6 +96,10 @@ mx::array rope_decomposed(const mx::array& x, int dims, float base, float scale,
   mx::array theta = mx::multiply(mx::expand_dims(pos, 1), freqs);
   if (angles) *angles = theta;
   mx::array c = mx::cos(theta), s = mx::sin(theta);
+  if (cast && x.dtype() != mx::float32) {
+    c = mx::astype(c, x.dtype());
+    s = mx::astype(s, x.dtype());
+  }
   mx::array x1 = mx::slice(x, {0, 0, 0, 0}, {sh[0], sh[1], T, h});
   mx::array x2 = mx::slice(x, {0, 0, 0, h}, {sh[0], sh[1], T, 2 * h});
   std::vector<mx::array> parts{mx::subtract(mx::multiply(x1, c), mx::multiply(x2, s)),
@@ -290,6 +297,31 @@ TEST(RowPatterns, RopeForms) {
             1u);
 }
 
+// 16-bit x (a bfloat16 or float16 model's queries and keys): MLX's fallback casts the cosines and sines to
+// x's type and rounds each product to it. The fused node computes the same roundings, so the rewritten
+// graph gives the unrewritten one's bits, and fast::rope's kernel (which MLX's CPU runs as that same
+// decomposition) gives them too.
+TEST(RowPatterns, RopeFormsInSixteenBits) {
+  for (mx::Dtype t : {mx::bfloat16, mx::float16}) {
+    for (int dims : {64, 32}) {
+      const mx::array x = X({2, 3, 5, 64}, t, 9);
+      for (int32_t offset : {0, 300}) {
+        const mx::array off = mx::array(offset, mx::int32);
+        for (float scale : {1.0f, 0.5f}) {
+          const std::string what = mx::dtype_name(t) + " dims " + std::to_string(dims) + " offset " +
+                                   std::to_string(offset) + " scale " + std::to_string(scale);
+          auto d = run_both([&] { return rope_decomposed(x, dims, 10000.0f, scale, off); }, 0, 0);
+          EXPECT_EQ(d.rope, 1u) << what;
+          mx::array want = mx::fast::rope(x, dims, false, 10000.0f, scale, off);
+          EXPECT_EQ(want.dtype(), t);
+          RewritePasses p(false);
+          expect_close(rope_decomposed(x, dims, 10000.0f, scale, off), vals(want), 0, 0, "fast::rope " + what);
+        }
+      }
+    }
+  }
+}
+
 // Queries and keys rotated in one graph share the offset's Broadcast (as MLX's exports do): both are
 // rewritten, nothing the second pattern reads goes with the first, and once both are gone the shared
 // Broadcast and AsType go too (no AsType kernel runs).
@@ -332,8 +364,11 @@ TEST(RowPatterns, RopeNotRewrittenWhenNotTheForm) {
     EXPECT_EQ(delta(before, row_pattern_counts()).rope, 0u);
     EXPECT_EQ(theta.shape(), (mx::Shape{4, 8}));
   }
+  // A float16 x whose cosines and sines stay float32: the products are promoted to float32.
   const mx::array xh = X({1, 2, 4, 16}, mx::float16, 8);
-  EXPECT_EQ(run_both([&] { return rope_decomposed(xh, 16, 10000.0f, 1.0f, off); }, 0, 0).rope, 0u);
+  EXPECT_EQ(run_both([&] { return rope_decomposed(xh, 16, 10000.0f, 1.0f, off, nullptr, nullptr, false, false); }, 0, 0)
+                .rope,
+            0u);
 }
 
 }  // namespace

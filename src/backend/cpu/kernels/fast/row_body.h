@@ -310,17 +310,22 @@ void layer_row(const T* x, const float* w, const float* b, T* y, int64_t n, floa
       });
 }
 
+// In x's type, as MLX's CPU computes fast.rope (its decomposition, run node by node): the cosines and
+// sines rounded to T, each product rounded to T, then the difference or sum (rounded on store). For
+// float32 every rounding but the last is exact, so this is the float arithmetic.
 template <typename T>
 void rope_row(const T* x, const float* c, const float* s, T* y, int64_t half, bool traditional, bool forward) {
   using R = typename V::R;
   constexpr int W = V::W;
   auto rot = [forward](R x1, R x2, R cv, R sv, R& y1, R& y2) {
+    cv = rnd<T>(cv);
+    sv = rnd<T>(sv);
     if (forward) {
-      y1 = V::sub(V::mul(x1, cv), V::mul(x2, sv));
-      y2 = V::add(V::mul(x1, sv), V::mul(x2, cv));
+      y1 = V::sub(rnd<T>(V::mul(x1, cv)), rnd<T>(V::mul(x2, sv)));
+      y2 = V::add(rnd<T>(V::mul(x1, sv)), rnd<T>(V::mul(x2, cv)));
     } else {
-      y1 = V::add(V::mul(x2, sv), V::mul(x1, cv));
-      y2 = V::sub(V::mul(x2, cv), V::mul(x1, sv));
+      y1 = V::add(rnd<T>(V::mul(x2, sv)), rnd<T>(V::mul(x1, cv)));
+      y2 = V::sub(rnd<T>(V::mul(x2, cv)), rnd<T>(V::mul(x1, sv)));
     }
   };
   int64_t i = 0;
@@ -336,12 +341,13 @@ void rope_row(const T* x, const float* c, const float* s, T* y, int64_t half, bo
   for (; i < half; ++i) {
     const int64_t j1 = traditional ? 2 * i : i, j2 = traditional ? j1 + 1 : i + half;
     const float x1 = static_cast<float>(x[j1]), x2 = static_cast<float>(x[j2]);
+    const float ci = rnd1<T>(c[i]), si = rnd1<T>(s[i]);
     if (forward) {
-      y[j1] = T(x1 * c[i] - x2 * s[i]);
-      y[j2] = T(x1 * s[i] + x2 * c[i]);
+      y[j1] = T(rnd1<T>(x1 * ci) - rnd1<T>(x2 * si));
+      y[j2] = T(rnd1<T>(x1 * si) + rnd1<T>(x2 * ci));
     } else {
-      y[j1] = T(x2 * s[i] + x1 * c[i]);
-      y[j2] = T(x2 * c[i] - x1 * s[i]);
+      y[j1] = T(rnd1<T>(x2 * si) + rnd1<T>(x1 * ci));
+      y[j2] = T(rnd1<T>(x2 * ci) - rnd1<T>(x1 * si));
     }
   }
 }

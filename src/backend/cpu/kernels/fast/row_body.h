@@ -312,7 +312,7 @@ void layer_row(const T* x, const float* w, const float* b, T* y, int64_t n, floa
 
 // In x's type, as MLX's CPU computes fast.rope (its decomposition, run node by node): the cosines and
 // sines rounded to T, each product rounded to T, then the difference or sum (rounded on store). For
-// float32 every rounding but the last is exact, so this is the float arithmetic.
+// float32 those roundings are the identity (rnd), so this is the float arithmetic it always was.
 template <typename T>
 void rope_row(const T* x, const float* c, const float* s, T* y, int64_t half, bool traditional, bool forward) {
   using R = typename V::R;

@@ -332,7 +332,7 @@ TEST(RowPatterns, RopeTwiceSharingTheOffset) {
     mx::array shared;
     mx::array rq = rope_decomposed(q, 64, 10000.0f, 1.0f, off, &shared);
     mx::array rk = rope_decomposed(k, 64, 10000.0f, 1.0f, off, &shared);
-    return mx::add(mx::sum(rq, {1}), mx::sum(rk, {1}));
+    return mx::add(mx::sum(rq, 1), mx::sum(rk, 1));
   };
   EXPECT_EQ(run_both(build, 1e-5, 1e-5).rope, 2u);
   mx::array y = build();

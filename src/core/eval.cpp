@@ -106,11 +106,16 @@ void run_node(const std::shared_ptr<Node>& node) {
       throw std::logic_error("[eval] Input of " + node->def->name + " was not evaluated.");
     }
   }
-  KernelFn kernel = detail::kernels_for(node->stream.device).get(*node->def, node->state);
-  kernel(*node, node->inputs, outs);
+  run_kernel(*node, kernel_of(*node), outs);
+}
+
+KernelFn kernel_of(const Node& node) { return detail::kernels_for(node.stream.device).get(*node.def, node.state); }
+
+void run_kernel(const Node& node, KernelFn kernel, std::vector<array>& outs) {
+  kernel(node, node.inputs, outs);
   for (auto& o : outs) {
     if (!o.is_available()) {
-      throw std::logic_error("[eval] The " + node->def->name + " kernel did not produce an output.");
+      throw std::logic_error("[eval] The " + node.def->name + " kernel did not produce an output.");
     }
     // A tracer keeps its graph: the transform tracing the function still has to walk through it.
     if (!o.is_tracer()) o.detach();

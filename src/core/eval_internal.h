@@ -25,6 +25,11 @@ std::vector<fusion::Step> plan_run(std::vector<std::shared_ptr<Node>>& order, co
 // Runs one node: its kernel writes the live descriptors of node->outputs (fresh arrays for the others),
 // which then drop the node. Its inputs must be evaluated.
 void run_node(const std::shared_ptr<Node>& node);
+// The kernel of `node` on its stream's device; throws, naming the primitive, where it has none.
+KernelFn kernel_of(const Node& node);
+// The end of run_node, for callers that hold the kernel and the outputs (a planned program): `kernel`
+// writes `outs` from node.inputs, then each output must have data and drops its node (not a tracer's).
+void run_kernel(const Node& node, KernelFn kernel, std::vector<array>& outs);
 // Runs one fused group (a group of one member that donates nothing runs as its node alone), writing
 // every member's `out`. Updates fusion::stats().
 void run_group(fusion::Group& g);

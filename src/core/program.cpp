@@ -9,7 +9,6 @@
 
 #include "core/env_switch.h"
 #include "core/eval_internal.h"
-#include "core/kernels.h"
 
 namespace kiln::detail {
 
@@ -103,9 +102,9 @@ Program::Program(const std::vector<array>& inputs, std::vector<array> outputs) {
     };
     if (p.node) {
       try {
-        s.kernel = kernels_for(p.node->stream.device).get(*p.node->def, p.node->state);
+        s.kernel = kernel_of(*p.node);
       } catch (const std::exception&) {
-        s.kernel = nullptr;  // run_node raises the error when the step runs
+        s.kernel = nullptr;  // looked up again when the step runs, which raises the error then
       }
       for (size_t j = 0; j < p.node->inputs.size(); ++j) {
         // A read for the shape only (a shapeless Broadcast's operand) may come before the group that
@@ -268,18 +267,8 @@ std::vector<array> Program::run(const std::vector<array>& in) {
           outs.emplace_back(node.specs[k].shape, node.specs[k].dtype, nullptr, k);
           node.outputs[k] = outs.back().desc_ptr();
         }
-        if (s.kernel) {
-          // The kernel found when the program was planned, called as run_node would: the program fed
-          // every input, and a fresh output has no graph to detach.
-          s.kernel(node, node.inputs, outs);
-          for (const array& o : outs) {
-            if (!o.is_available()) {
-              throw std::logic_error("[eval] The " + node.def->name + " kernel did not produce an output.");
-            }
-          }
-        } else {
-          run_node(s.node);
-        }
+        // The kernel found when the program was planned (the program fed every input).
+        run_kernel(node, s.kernel ? s.kernel : kernel_of(node), outs);
         for (size_t k = 0; k < outs.size(); ++k) {
           if (s.out_slots[k] >= 0) slots_[static_cast<size_t>(s.out_slots[k])] = std::move(outs[k]);
         }

@@ -56,7 +56,7 @@ class Program {
     std::vector<bool> written;             // group: members whose output is written
     std::vector<Feed> feeds;               // inputs set before the step runs
     std::vector<int> release;              // slots read for the last time here
-    KernelFn kernel = nullptr;             // node: its kernel, found when planned (null: run_node's error)
+    KernelFn kernel = nullptr;             // node: its kernel, found when planned (null: none was)
     const std::string* name = nullptr;     // the profiler's row
     int64_t nodes = 1;
   };
